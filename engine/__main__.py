@@ -1,0 +1,6 @@
+"""`python -m engine ...` is the same as `mbgpu ...`."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,88 @@
+"""The character matrix: taxa, per-column datatype, and cells as state-set bit masks.
+
+Built from a NEXUS data/characters block's `dimensions`, `format` and `matrix` commands.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine.datatypes import CellCoder, alphabet
+from engine.errors import DataError
+
+
+@dataclass
+class Format:
+    """The `format` command of a data block (MrBayes' defaults)."""
+
+    datatype: str = "dna"
+    mixed: list[tuple[str, int, int]] = field(default_factory=list)  # (datatype, first, last) 1-based
+    interleave: bool = False
+    gap: str = "-"
+    missing: str = "?"
+    matchchar: str | None = None
+    symbols: str | None = None
+
+    def column_datatypes(self, nchar: int) -> list[str]:
+        """The datatype of every column (1-based ranges of `mixed` resolved)."""
+        if self.datatype != "mixed":
+            return [self.datatype] * nchar
+        out: list[str | None] = [None] * nchar
+        for dt, a, b in self.mixed:
+            for j in range(a - 1, b):
+                out[j] = dt
+        missing = [j + 1 for j, d in enumerate(out) if d is None]
+        if missing:
+            raise DataError("datatype=mixed(...) leaves character %d without a datatype" % missing[0])
+        return out  # type: ignore[return-value]
+
+
+@dataclass
+class CharacterMatrix:
+    """Taxa x characters as bit masks; `datatypes[j]` is the datatype of column j."""
+
+    taxa: list[str]
+    masks: np.ndarray  # uint32 [ntax, nchar]
+    datatypes: list[str]
+    symbols: str | None = None
+
+    @property
+    def ntax(self) -> int:
+        return len(self.taxa)
+
+    @property
+    def nchar(self) -> int:
+        return self.masks.shape[1]
+
+    def states(self, datatype: str) -> str:
+        return alphabet(datatype, self.symbols)
+
+
+def encode(rows, fmt: Format, src, nchar: int) -> CharacterMatrix:
+    """Convert parsed matrix rows to masks, resolving matchchar and checking every symbol."""
+    coltypes = fmt.column_datatypes(nchar)
+    coders = {dt: CellCoder(dt, fmt.symbols, fmt.gap, fmt.missing) for dt in set(coltypes)}
+    masks = np.zeros((len(rows.names), nchar), dtype=np.uint32)
+    first = rows.cells[0]
+    for i, (name, row) in enumerate(zip(rows.names, rows.cells)):
+        for j, cell in enumerate(row):
+            if fmt.matchchar is not None and cell == fmt.matchchar:
+                if i == 0:
+                    raise src.error(rows.offsets[i][j], "matchchar '%s' in the first taxon's row" % cell,
+                                    DataError)
+                cell = first[j]
+            m = coders[coltypes[j]].mask(cell)
+            if m is None:
+                raise _illegal(src, rows, i, j, cell, coltypes[j])
+            masks[i, j] = m
+    return CharacterMatrix(list(rows.names), masks, coltypes, fmt.symbols)
+
+
+def _illegal(src, rows, i: int, j: int, cell: str, datatype: str) -> DataError:
+    pos = rows.offsets[i][j]
+    hint = ""
+    if pos == 0 or src.text[pos - 1] == "\n":
+        hint = " (is the previous row shorter than nchar?)"
+    return src.error(pos, "illegal character '%s' for datatype %s (taxon '%s', character %d)%s"
+                     % (cell, datatype, rows.names[i], j + 1, hint), DataError)

@@ -1,0 +1,1 @@
+"""The MrBayes command language: a declarative table of commands and typed parameters."""

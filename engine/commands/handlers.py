@@ -1,0 +1,290 @@
+"""What each command of the MrBayes language does to the session's Settings.
+
+`run(interp, spec, cmd)` is the single entry; parameter names and values are resolved through the
+command table, and every error is located at the token that caused it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from engine import charsets as cs
+from engine.commands import helptext
+from engine.commands.params import resolve
+from engine.commands.values import Assignment, parse_assignments
+from engine.errors import CommandError, MbgpuError, NotImplementedYet
+
+
+def _located(cmd, tok, err: MbgpuError) -> MbgpuError:
+    if err.where is None:
+        err.where = cmd.src.where(tok.pos)
+    return err
+
+
+def assignments(spec, cmd) -> list[tuple[str, Any, Assignment]]:
+    """(canonical name, converted value, assignment) for every `name=value` of the command."""
+    out = []
+    names = spec.param_names()
+    by_name = {p.name: p for p in spec.params}
+    for a in parse_assignments(cmd.tokens[1:], cmd.src):
+        try:
+            name = resolve(a.name.text, names, "parameter of %s" % spec.name.lower())
+        except CommandError as err:
+            raise _located(cmd, a.name, err) from None
+        try:
+            value = by_name[name].convert(a.value)
+        except CommandError as err:
+            tok = a.value.token if a.value is not None else a.name
+            raise _located(cmd, tok, err) from None
+        out.append((name, value, a))
+    return out
+
+
+def _need_data(interp, cmd) -> None:
+    if interp.settings.matrix is None:
+        raise cmd.error("%s needs a data matrix: execute a file with a data block first" % cmd.tokens[0].text,
+                        cmd.tokens[0], CommandError)
+
+
+def do_set(interp, spec, cmd) -> None:
+    s = interp.settings
+    for name, value, a in assignments(spec, cmd):
+        if name == "Partition":
+            _need_data(interp, cmd)
+            try:
+                part = resolve(value, list(s.partitions), "partition")
+            except CommandError as err:
+                raise _located(cmd, a.value.token, err) from None
+            s.activate(part)
+            interp.console.print("   Setting %s as the partition, dividing characters into %d parts"
+                                 % (part, len(s.divisions)))
+        s.options[name] = value
+
+
+def _model(interp, spec, cmd, attr: str) -> None:
+    _need_data(interp, cmd)
+    s = interp.settings
+    pairs = assignments(spec, cmd)
+    applyto = "all"
+    for name, value, a in pairs:
+        if name == "Applyto":
+            applyto = value
+            bad = [i for i in (value if value != "all" else ()) if i > len(s.divisions)]
+            if bad:
+                raise cmd.error("applyto=(%d): there are only %d divisions" % (bad[0], len(s.divisions)),
+                                a.value.token, CommandError)
+    for i in s.division_indices(applyto):
+        target = getattr(s.divisions[i], attr)
+        for name, value, _ in pairs:
+            if name != "Applyto":
+                target[name] = value
+
+
+def do_mcmc(interp, spec, cmd, run: bool = True) -> None:
+    for name, value, _ in assignments(spec, cmd):
+        interp.settings.mcmc[name] = value
+    if run:
+        _need_data(interp, cmd)
+        from engine.analysis import run_mcmc
+
+        try:
+            run_mcmc(interp)
+        except MbgpuError as err:
+            raise _located(cmd, cmd.tokens[0], err) from None
+
+
+def do_summary(interp, spec, cmd) -> None:
+    store = getattr(interp.settings, spec.name.lower())
+    for name, value, _ in assignments(spec, cmd):
+        store[name] = value
+    raise cmd.error("%s: summarising .%s files is not implemented yet (the settings were stored)"
+                    % (spec.name.lower(), "p" if spec.name == "Sump" else "t"), cmd.tokens[0], NotImplementedYet)
+
+
+def _name_eq_rest(cmd, what: str):
+    toks = cmd.tokens
+    if len(toks) < 3 or toks[1].kind == "punct" or not toks[2].is_punct("="):
+        raise cmd.error("expected '%s NAME = ...;'" % what, toks[0], CommandError)
+    return toks[1], toks[3:]
+
+
+def do_charset(interp, spec, cmd) -> None:
+    _need_data(interp, cmd)
+    name, rest = _name_eq_rest(cmd, "charset")
+    if not rest:
+        raise cmd.error("charset %s is empty" % name.text, name, CommandError)
+    s = interp.settings
+    try:
+        cols = cs.expand(cs.normalise([t.text for t in rest]), s.matrix.nchar, s.charsets)
+    except CommandError as err:
+        raise _located(cmd, rest[0], err) from None
+    s.charsets[name.text] = cols
+
+
+def do_partition(interp, spec, cmd) -> None:
+    _need_data(interp, cmd)
+    name, rest = _name_eq_rest(cmd, "partition")
+    s = interp.settings
+    if len(rest) < 3 or not rest[0].text.isdigit() or not rest[1].is_punct(":"):
+        raise cmd.error("expected 'partition %s = N: set1, set2, ...;'" % name.text, name, CommandError)
+    groups: list[list] = [[]]
+    for tok in rest[2:]:
+        if tok.is_punct(","):
+            groups.append([])
+        else:
+            groups[-1].append(tok)
+    n = int(rest[0].text)
+    if len(groups) != n or any(not g for g in groups):
+        raise cmd.error("partition %s declares %d parts but lists %d" % (name.text, n, len(groups)),
+                        rest[0], CommandError)
+    divisions = []
+    for g in groups:
+        try:
+            divisions.append(cs.expand(cs.normalise([t.text for t in g]), s.matrix.nchar, s.charsets))
+        except CommandError as err:
+            raise _located(cmd, g[0], err) from None
+    _check_partition(cmd, name, divisions, s.matrix)
+    s.partitions[name.text] = divisions
+
+
+def _check_partition(cmd, name, divisions, matrix) -> None:
+    seen: dict[int, int] = {}
+    for i, cols in enumerate(divisions):
+        kinds = {matrix.datatypes[j] for j in cols}
+        if len(kinds) > 1:
+            raise cmd.error("part %d of partition %s mixes datatypes (%s)" % (i + 1, name.text,
+                            ", ".join(sorted(kinds))), name, CommandError)
+        for j in cols:
+            if j in seen:
+                raise cmd.error("character %d is in parts %d and %d of partition %s"
+                                % (j + 1, seen[j] + 1, i + 1, name.text), name, CommandError)
+            seen[j] = i
+    if len(seen) != matrix.nchar:
+        missing = min(set(range(matrix.nchar)) - set(seen))
+        raise cmd.error("partition %s leaves character %d out of every part" % (name.text, missing + 1),
+                        name, CommandError)
+
+
+def do_link(interp, spec, cmd) -> None:
+    _need_data(interp, cmd)
+    for name, value, _ in assignments(spec, cmd):
+        interp.settings.unlinked[name] = value if spec.name == "Unlink" else None
+
+
+def do_outgroup(interp, spec, cmd) -> None:
+    _need_data(interp, cmd)
+    if len(cmd.tokens) != 2:
+        raise cmd.error("expected 'outgroup NAME;' or 'outgroup NUMBER;'", cmd.tokens[0], CommandError)
+    tok, taxa = cmd.tokens[1], interp.settings.matrix.taxa
+    if tok.text in taxa:
+        interp.settings.outgroup = taxa.index(tok.text)
+    elif tok.text.isdigit() and 1 <= int(tok.text) <= len(taxa):
+        interp.settings.outgroup = int(tok.text) - 1
+    else:
+        raise cmd.error("outgroup: no taxon '%s'" % tok.text, tok, CommandError)
+    interp.console.print("   Setting outgroup to taxon \"%s\"" % taxa[interp.settings.outgroup])
+
+
+def do_startvals(interp, spec, cmd) -> None:
+    _need_data(interp, cmd)
+    s = interp.settings
+    for name, value, a in assignments(spec, cmd):
+        if name in ("Tau", "V") and value not in s.trees:
+            raise cmd.error("startvals %s=%s: no tree of that name (trees: %s)"
+                            % (name.lower(), value, ", ".join(s.trees) or "none"), a.value.token, CommandError)
+        if name == "Ratemultiplier" and len(value) != len(s.divisions):
+            raise cmd.error("ratemultiplier needs %d values (one per division), got %d"
+                            % (len(s.divisions), len(value)), a.value.token, CommandError)
+        s.startvals[name] = value
+
+
+def do_log(interp, spec, cmd) -> None:
+    opts = {name: value for name, value, _ in assignments(spec, cmd)}
+    if "Stop" in opts:
+        interp.console.stop_log()
+        return
+    if "Start" not in opts:
+        raise cmd.error("expected 'log start [filename=F] [append|replace];' or 'log stop;'", cmd.tokens[0],
+                        CommandError)
+    path = interp.resolve_path(opts.get("Filename", "log.out"))
+    try:
+        interp.console.start_log(path, "Append" in opts)
+    except OSError as exc:
+        raise cmd.error("cannot open log file '%s': %s" % (path, exc.strerror), cmd.tokens[0], CommandError)
+
+
+def do_execute(interp, spec, cmd) -> None:
+    if len(cmd.tokens) != 2:
+        raise cmd.error("expected 'execute FILENAME;'", cmd.tokens[0], CommandError)
+    path = interp.resolve_path(cmd.tokens[1].text)
+    try:
+        interp.run_file(path)
+    except MbgpuError as err:
+        raise _located(cmd, cmd.tokens[1], err) from None
+
+
+def do_help(interp, spec, cmd) -> None:
+    if len(cmd.tokens) == 1:
+        interp.console.print(helptext.command_list(interp.table))
+        return
+    try:
+        name = resolve(cmd.tokens[1].text, [s.name for s in interp.table.values()], "command")
+    except CommandError as err:
+        raise _located(cmd, cmd.tokens[1], err) from None
+    interp.console.print(helptext.command_help(interp.table[name.lower()], interp.settings))
+
+
+def do_showmodel(interp, spec, cmd) -> None:
+    _need_data(interp, cmd)
+    interp.console.print(helptext.model_summary(interp.settings))
+
+
+def do_quit(interp, spec, cmd) -> None:
+    from engine.interpreter import Quit
+
+    raise Quit()
+
+
+def do_exclude(interp, spec, cmd) -> None:
+    _need_data(interp, cmd)
+    s = interp.settings
+    words = [t.text for t in cmd.tokens[1:]]
+    if not words:
+        raise cmd.error("%s needs characters (ranges, charset names or all)" % spec.name.lower(),
+                        cmd.tokens[0], CommandError)
+    if [w.lower() for w in words] == ["all"]:
+        cols = list(range(s.matrix.nchar))
+    else:
+        try:
+            cols = cs.expand(cs.normalise(words), s.matrix.nchar, s.charsets)
+        except CommandError as err:
+            raise _located(cmd, cmd.tokens[1], err) from None
+    if spec.name == "Exclude":
+        s.excluded.update(cols)
+    else:
+        s.excluded.difference_update(cols)
+
+
+def do_stored(interp, spec, cmd) -> None:
+    interp.settings.stored.append((spec.name, " ".join(t.text for t in cmd.tokens[1:])))
+    interp.console.print("   %s stored; mbgpu does not use it in analyses yet" % spec.name.lower())
+
+
+def do_report(interp, spec, cmd) -> None:
+    for name, value, _ in assignments(spec, cmd):
+        interp.settings.report[name] = value
+
+
+_HANDLERS = {
+    "Set": do_set, "Lset": lambda i, s, c: _model(i, s, c, "lset"),
+    "Prset": lambda i, s, c: _model(i, s, c, "prset"), "Mcmc": do_mcmc,
+    "Mcmcp": lambda i, s, c: do_mcmc(i, s, c, run=False), "Sump": do_summary, "Sumt": do_summary,
+    "Charset": do_charset, "Partition": do_partition, "Unlink": do_link, "Link": do_link,
+    "Outgroup": do_outgroup, "Startvals": do_startvals, "Log": do_log, "Execute": do_execute,
+    "Help": do_help, "Showmodel": do_showmodel, "Quit": do_quit, "Report": do_report,
+    "Exclude": do_exclude, "Include": do_exclude,
+}
+
+
+def run(interp, spec, cmd) -> None:
+    """Execute one resolved command."""
+    _HANDLERS.get(spec.name, do_stored)(interp, spec, cmd)

@@ -1,0 +1,94 @@
+"""Help generated from the command table: the command list, one command's parameters, the
+`showmodel` summary, and the Markdown command reference (docs/commands.md)."""
+from __future__ import annotations
+
+from engine.commands.params import Param
+
+
+def command_list(table) -> str:
+    lines = ["   Commands (unique prefixes are accepted; 'help NAME' describes one):", ""]
+    for spec in table.values():
+        flag = "" if spec.implemented else "  (not implemented yet)"
+        lines.append("   %-18s %s%s" % (spec.name, spec.summary, flag))
+    return "\n".join(lines)
+
+
+def _current(spec, settings) -> dict:
+    name = spec.name.lower()
+    if name in ("mcmc", "mcmcp"):
+        return settings.mcmc
+    if name in ("set", "sump", "sumt", "report"):
+        return {"set": settings.options, "sump": settings.sump, "sumt": settings.sumt,
+                "report": settings.report}[name]
+    if name in ("lset", "prset") and settings.divisions:
+        return getattr(settings.divisions[0], name)
+    return {}
+
+
+def _show(p: Param, value) -> str:
+    return p.show(value) if value is not None else ""
+
+
+def _wrap_options(text: str, width: int) -> list[str]:
+    """Split `A/B/C...` into lines of at most `width` characters, breaking after a '/'."""
+    lines, current = [], ""
+    for part in text.split("/"):
+        piece = part if not current else "/" + part
+        if current and len(current) + len(piece) > width:
+            lines.append(current + "/")
+            current = part
+        else:
+            current += piece
+    return lines + [current]
+
+
+def command_help(spec, settings=None) -> str:
+    lines = ["   %s: %s" % (spec.name, spec.summary)]
+    if spec.syntax:
+        lines.append("   Usage: %s" % spec.syntax)
+    if not spec.implemented:
+        lines.append("   (recognised, not implemented yet in mbgpu)")
+    if spec.params:
+        current = _current(spec, settings) if settings is not None else {}
+        lines += ["", "   %-18s %-40s %s" % ("Parameter", "Options", "Current Setting"), "   " + "-" * 74]
+        for p in spec.params:
+            val = current.get(p.name, p.default)
+            opts = _wrap_options(p.options(), 40)
+            lines.append("   %-18s %-40s %s" % (p.name, opts[0], _show(p, val)))
+            lines += ["   %-18s %s" % ("", more) for more in opts[1:]]
+        lines.append("   " + "-" * 74)
+    return "\n".join(lines)
+
+
+def model_summary(settings) -> str:
+    lines = ["   Model settings (partition %s):" % settings.partition]
+    for i, d in enumerate(settings.divisions, 1):
+        lines.append("")
+        lines.append("   Division %d: %s, %d characters" % (i, d.datatype.upper() if d.datatype in ("dna", "rna")
+                                                           else d.datatype.capitalize(), len(d.columns)))
+        for key in ("Nst", "Rates", "Ngammacat", "Coding"):
+            lines.append("      %-12s %s" % (key, d.lset[key]))
+        for key in ("Tratiopr", "Revmatpr", "Aamodelpr", "Statefreqpr", "Shapepr", "Pinvarpr", "Ratepr"):
+            lines.append("      %-12s %s" % (key, d.prset[key]))
+    return "\n".join(lines)
+
+
+def markdown_reference(table) -> str:
+    """The command reference page, generated so it never disagrees with the parser."""
+    out = ["# Command reference", "",
+           "Generated from the command table (`python -m engine.commands.reference > docs/commands.md`).",
+           "Command names, parameter names and enumerated values accept any unique prefix, case-insensitively;",
+           "an exact match always wins.", ""]
+    for spec in table.values():
+        out.append("## %s%s" % (spec.name.lower(), "" if spec.implemented else " (not implemented yet)"))
+        out += ["", spec.summary + ".", ""]
+        if spec.syntax:
+            out += ["`%s`" % spec.syntax, ""]
+        if spec.params:
+            out += ["| parameter | options | default | meaning |", "|---|---|---|---|"]
+            for p in spec.params:
+                default = "" if p.default is None else p.show(p.default)
+                opts = p.options().replace("|", "/")
+                out.append("| %s | %s | %s | %s |" % (p.name, opts, default, p.help))
+            out.append("")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,241 @@
+"""Typed parameters of the command table: each converts a parsed `Value` and shows its options.
+
+Names and enumerated values resolve the MrBayes way: an exact (case-insensitive) match wins, else a
+unique prefix, else an error that names the candidates.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from engine.errors import CommandError
+
+from .values import Value
+
+
+def resolve(word: str, candidates: Sequence[str], what: str) -> str:
+    """The candidate `word` names (exact, else unique prefix; case-insensitive)."""
+    low = word.lower()
+    for c in candidates:
+        if c.lower() == low:
+            return c
+    hits = [c for c in candidates if c.lower().startswith(low)]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        if len(candidates) > 12:
+            near = difflib.get_close_matches(word, candidates, n=3, cutoff=0.5)
+            hint = ("did you mean %s?" % " or ".join(near)) if near else "'help' lists them"
+            raise CommandError("unknown %s '%s' (%s)" % (what, word, hint))
+        raise CommandError("unknown %s '%s' (expected one of: %s)" % (what, word, ", ".join(candidates)))
+    raise CommandError("ambiguous %s '%s' (could be: %s)" % (what, word, ", ".join(hits)))
+
+
+def parse_number(text: str, what: str) -> float:
+    """A finite float, or the word 'infinity'."""
+    if text.lower() in ("inf", "infinity"):
+        return math.inf
+    try:
+        val = float(text)
+    except ValueError:
+        raise CommandError("%s: '%s' is not a number" % (what, text)) from None
+    if math.isnan(val):
+        raise CommandError("%s: '%s' is not a number" % (what, text))
+    return val
+
+
+@dataclass
+class Param:
+    """Base class: a named parameter with a default and a help text."""
+
+    name: str
+    default: Any = None
+    help: str = ""
+
+    def convert(self, value: Value | None) -> Any:
+        raise NotImplementedError
+
+    def options(self) -> str:
+        return ""
+
+    def show(self, current: Any) -> str:
+        return "" if current is None else str(current)
+
+    def _need(self, value: Value | None) -> Value:
+        if value is None:
+            raise CommandError("%s needs a value (%s=...)" % (self.name, self.name))
+        return value
+
+    def _plain(self, value: Value | None) -> str:
+        v = self._need(value)
+        if v.args is not None or v.sub is not None:
+            raise CommandError("%s takes a single value, not '%s'" % (self.name, v.text()))
+        return v.head
+
+
+@dataclass
+class Choice(Param):
+    """One of a fixed set of words (`rates=invgamma`); a bare flag means `yes` for Yes/No."""
+
+    choices: tuple[str, ...] = ()
+
+    def convert(self, value):
+        if value is None and "Yes" in self.choices:
+            return "Yes"
+        return resolve(self._plain(value), self.choices, "value for %s" % self.name)
+
+    def options(self):
+        return "/".join(self.choices)
+
+
+def YesNo(name: str, default: str, help: str = "") -> Choice:
+    return Choice(name, default, help, ("Yes", "No"))
+
+
+@dataclass
+class Int(Param):
+    """An integer with optional bounds."""
+
+    lo: int | None = None
+    hi: int | None = None
+
+    def convert(self, value):
+        text = self._plain(value)
+        try:
+            val = int(text)
+        except ValueError:
+            raise CommandError("%s must be an integer, not '%s'" % (self.name, text)) from None
+        if (self.lo is not None and val < self.lo) or (self.hi is not None and val > self.hi):
+            raise CommandError("%s=%d is out of range (%s..%s)" % (self.name, val, self.lo, self.hi))
+        return val
+
+    def options(self):
+        return "<number>"
+
+
+@dataclass
+class Float(Param):
+    """A real number with optional bounds (inclusive)."""
+
+    lo: float | None = None
+    hi: float | None = None
+
+    def convert(self, value):
+        val = parse_number(self._plain(value), self.name)
+        if (self.lo is not None and val < self.lo) or (self.hi is not None and val > self.hi):
+            raise CommandError("%s=%g is out of range (%s..%s)" % (self.name, val, self.lo, self.hi))
+        return val
+
+    def options(self):
+        return "<number>"
+
+    def show(self, current):
+        return "%f" % current if isinstance(current, float) else str(current)
+
+
+@dataclass
+class Text(Param):
+    """A name or file name (quoted or not)."""
+
+    def convert(self, value):
+        return self._plain(value)
+
+    def options(self):
+        return "<name>"
+
+
+@dataclass
+class Numbers(Param):
+    """A parenthesised list of numbers: `ratemultiplier=(1.5,0.9)`, `reweight=(10,5)`."""
+
+    def convert(self, value):
+        v = self._need(value)
+        items = v.args if v.args is not None else [v.head]
+        if v.args is not None and v.head:
+            raise CommandError("%s expects (x,y,...), not '%s'" % (self.name, v.text()))
+        return tuple(parse_number(a, self.name) for a in items)
+
+    def options(self):
+        return "(<number>,...)"
+
+
+@dataclass
+class Divisions(Param):
+    """`applyto=(all)` or `(1,2,3)`: 'all' or a tuple of 1-based division numbers."""
+
+    def convert(self, value):
+        v = self._need(value)
+        items = v.args if v.args is not None else [v.head]
+        if len(items) == 1 and items[0].lower() == "all":
+            return "all"
+        out = []
+        for a in items:
+            if not a.isdigit() or int(a) < 1:
+                raise CommandError("%s: '%s' is not a division number (1, 2, ... or all)" % (self.name, a))
+            out.append(int(a))
+        return tuple(out)
+
+    def options(self):
+        return "(all)/(<number>,...)"
+
+    def show(self, current):
+        return "(all)" if current == "all" else "(%s)" % ",".join(map(str, current or ()))
+
+
+@dataclass(frozen=True)
+class PriorValue:
+    """A distribution or fixed value: `kind` is the canonical head, args numbers or names."""
+
+    kind: str
+    args: tuple = ()
+    sub: "PriorValue | None" = None
+
+    def __str__(self) -> str:
+        def fmt(a):
+            return ("%g" % a) if isinstance(a, float) else str(a)
+        out = self.kind + ("(%s)" % ",".join(fmt(a) for a in self.args) if self.args else "")
+        return out + (":" + str(self.sub) if self.sub is not None else "")
+
+
+@dataclass
+class Prior(Param):
+    """A prior: `head(args)` with head from `heads`; `subs` lists the allowed heads after a ':'."""
+
+    heads: tuple[str, ...] = ()
+    subs: dict = field(default_factory=dict)
+    named: bool = False  # args may be words (fixed(wag), fixed(equal), fixed(treename))
+
+    def convert(self, value):
+        v = self._need(value)
+        return self._convert(v, self.heads, self.subs)
+
+    def _convert(self, v: Value, heads, subs) -> PriorValue:
+        if not v.head:
+            raise CommandError("%s needs a distribution name before '('" % self.name)
+        kind = resolve(v.head, heads, "value for %s" % self.name)
+        args = tuple(self._arg(a) for a in (v.args or ()))
+        sub = None
+        if v.sub is not None:
+            allowed = subs.get(kind)
+            if not allowed:
+                raise CommandError("%s=%s takes no ':' part" % (self.name, kind))
+            sub = self._convert(v.sub, allowed, {})
+        elif subs.get(kind):
+            raise CommandError("%s=%s needs a ':' part (%s)" % (self.name, kind, "/".join(subs[kind])))
+        return PriorValue(kind, args, sub)
+
+    def _arg(self, text: str):
+        try:
+            return parse_number(text, self.name)
+        except CommandError:
+            if self.named:
+                return text
+            raise
+
+    def options(self):
+        return "/".join(self.heads)
+
+    def show(self, current):
+        return str(current)

@@ -1,0 +1,243 @@
+"""The command table: every command mbgpu knows, its parameters, allowed values and defaults.
+
+Defaults are MrBayes 3.2.7a's (shared/data/mrbayes/DEFAULTS.md) except where `docs/commands.md`
+says otherwise. `help` and docs/commands.md are generated from this table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .params import Choice, Divisions, Float, Int, Numbers, Param, Prior, Text, YesNo
+
+P = Prior
+
+
+def _lset() -> list[Param]:
+    return [
+        Divisions("Applyto", "all", "divisions the settings apply to"),
+        Choice("Nucmodel", "4by4", "nucleotide model type", ("4by4", "Doublet", "Codon", "Protein")),
+        Choice("Nst", "1", "number of substitution types (1=JC/F81, 2=K80/HKY, 6=SYM/GTR)",
+               ("1", "2", "6", "Mixed")),
+        Choice("Code", "Universal", "genetic code", ("Universal", "Vertmt", "Invermt", "Yeast", "Mycoplasma",
+                                                    "Ciliate", "Echinoderm", "Euplotid", "Metmt")),
+        Choice("Ploidy", "Diploid", "ploidy level", ("Haploid", "Diploid", "Zlinked")),
+        Choice("Rates", "Equal", "rate variation across sites",
+               ("Equal", "Gamma", "LNorm", "Propinv", "Invgamma", "Adgamma", "Kmixture")),
+        Int("Ngammacat", 4, "number of discrete gamma categories", 1, 20),
+        Int("Nlnormcat", 4, "number of lognormal categories", 1, 20),
+        Int("Nmixtcat", 4, "number of mixture categories", 1, 20),
+        Int("Nbetacat", 5, "number of beta categories", 1, 20),
+        Choice("Omegavar", "Equal", "omega variation (codon models)", ("Equal", "Ny98", "M3")),
+        YesNo("Covarion", "No", "covarion model"),
+        Choice("Coding", "All", "how characters were sampled (Mkv: Variable)",
+               ("All", "Variable", "Informative", "Nosingletons", "Noabsencesites", "Nopresencesites",
+                "Nosingletonabsence", "Nosingletonpresence")),
+        YesNo("Parsmodel", "No", "parsimony model"),
+    ]
+
+
+_AA = ("Poisson", "Jones", "Dayhoff", "Mtrev", "Mtmam", "Wag", "Rtrev", "Cprev", "Vt", "Blosum", "Lg",
+       "Equalin", "Gtr")
+
+
+def _prset() -> list[Param]:
+    return [
+        Divisions("Applyto", "all", "divisions the settings apply to"),
+        P("Tratiopr", "Beta(1,1)", "transition/transversion rate ratio", ("Beta", "Fixed")),
+        P("Revmatpr", "Dirichlet(1,1,1,1,1,1)", "GTR exchangeabilities", ("Dirichlet", "Fixed")),
+        P("Aamodelpr", "Fixed(Poisson)", "amino-acid model", ("Fixed", "Mixed"), named=True),
+        P("Aarevmatpr", "Dirichlet(1,...)", "amino-acid GTR exchangeabilities", ("Dirichlet", "Fixed")),
+        P("Omegapr", "Dirichlet(1,1)", "dN/dS", ("Dirichlet", "Fixed")),
+        P("Ny98omega1pr", "Beta(1,1)", "NY98 omega1", ("Beta", "Fixed")),
+        P("Ny98omega3pr", "Exponential(1)", "NY98 omega3", ("Uniform", "Exponential", "Fixed")),
+        P("M3omegapr", "Exponential", "M3 omegas", ("Exponential", "Fixed")),
+        P("Codoncatfreqs", "Dirichlet(1,1,1)", "codon category frequencies", ("Dirichlet", "Fixed")),
+        P("Statefreqpr", "Dirichlet(1,1,1,1)", "state frequencies", ("Dirichlet", "Fixed"), named=True),
+        P("Shapepr", "Exponential(1)", "gamma shape", ("Uniform", "Exponential", "Fixed")),
+        P("Ratecorrpr", "Uniform(-1,1)", "autocorrelated gamma correlation", ("Uniform", "Fixed")),
+        P("Pinvarpr", "Uniform(0,1)", "proportion of invariable sites", ("Uniform", "Fixed")),
+        P("Covswitchpr", "Uniform(0,100)", "covarion switching rates", ("Uniform", "Exponential", "Fixed")),
+        P("Symdirihyperpr", "Fixed(Infinity)", "symmetric Dirichlet hyperprior",
+          ("Uniform", "Exponential", "Fixed")),
+        P("Topologypr", "Uniform", "topology", ("Uniform", "Constraints", "Fixed", "Speciestree"), named=True),
+        P("Brlenspr", "Unconstrained:GammaDir(1,0.1,1,1)", "branch lengths", ("Unconstrained", "Clock", "Fixed"),
+          subs={"Unconstrained": ("Exponential", "Uniform", "GammaDir", "invGamDir", "twoExp"),
+                "Clock": ("Uniform", "Birthdeath", "Coalescence", "Fossilization", "Speciestree")},
+          named=True),
+        P("Treeagepr", "Gamma(1,1)", "tree age", ("Gamma", "Uniform", "Fixed", "Truncatednormal", "Lognormal",
+                                                  "Offsetlognormal", "Offsetgamma", "Offsetexponential")),
+        P("Speciationpr", "Exponential(10)", "net speciation rate", ("Uniform", "Exponential", "Fixed")),
+        P("Extinctionpr", "Beta(1,1)", "relative extinction rate", ("Beta", "Fixed")),
+        P("Fossilizationpr", "Beta(1,1)", "relative fossilization rate", ("Beta", "Fixed")),
+        Choice("Samplestrat", "Random", "taxon sampling strategy", ("Random", "Diversity", "Cluster", "FossilTip")),
+        Float("Sampleprob", 1.0, "extant taxon sampling probability", 0.0, 1.0),
+        P("Popsizepr", "Gamma(1,10)", "population size", ("Lognormal", "Gamma", "Uniform", "Normal", "Fixed")),
+        Choice("Popvarpr", "Equal", "population size variation", ("Equal", "Variable")),
+        Choice("Nodeagepr", "Unconstrained", "node ages", ("Unconstrained", "Calibrated")),
+        P("Clockratepr", "Fixed(1)", "clock rate", ("Fixed", "Normal", "Lognormal", "Exponential", "Gamma")),
+        Choice("Clockvarpr", "Strict", "clock rate variation", ("Strict", "Cpp", "TK02", "Igr", "Mixed")),
+        P("Cppratepr", "Exponential(0.1)", "CPP rate", ("Fixed", "Exponential")),
+        P("Cppmultdevpr", "Fixed(0.4)", "CPP multiplier deviation", ("Fixed",)),
+        P("TK02varpr", "Exponential(1)", "TK02 variance", ("Fixed", "Exponential", "Uniform")),
+        P("Igrvarpr", "Exponential(10)", "IGR variance", ("Fixed", "Exponential", "Uniform")),
+        P("Ratepr", "Fixed", "partition rate multipliers", ("Fixed", "Variable", "Dirichlet")),
+        P("Generatepr", "Fixed", "gene rate multipliers", ("Fixed", "Variable", "Dirichlet")),
+    ]
+
+
+def _mcmc() -> list[Param]:
+    return [
+        Int("Ngen", 1000000, "number of generations", 1), Int("Nruns", 2, "independent runs", 1),
+        Int("Nchains", 4, "chains per run (1 cold, the rest heated)", 1),
+        Float("Temp", 0.1, "heating: heat(i) = 1/(1 + temp*i)", 0.0),
+        Numbers("Reweight", (0.0, 0.0), "percent of characters reweighted (down, up)"),
+        Int("Swapfreq", 1, "generations between swap attempts", 1), Int("Nswaps", 1, "swaps per attempt", 1),
+        Int("Samplefreq", 500, "generations between samples", 1), Int("Printfreq", 1000, "screen output", 1),
+        YesNo("Printall", "Yes", "print all chains"), Int("Printmax", 8, "max chains printed", 1),
+        YesNo("Mcmcdiagn", "Yes", "compute convergence diagnostics"),
+        Int("Diagnfreq", 5000, "generations between diagnostics", 1),
+        Choice("Diagnstat", "Avgstddev", "split-frequency statistic", ("Avgstddev", "Maxstddev")),
+        Float("Minpartfreq", 0.10, "minimum split frequency in diagnostics", 0.0, 1.0),
+        YesNo("Allchains", "No", "diagnostics for all chains"), YesNo("Allcomps", "No", "all run pairs"),
+        YesNo("Relburnin", "Yes", "burn-in as a fraction"), Int("Burnin", 0, "burn-in samples", 0),
+        Float("Burninfrac", 0.25, "burn-in fraction", 0.0, 0.99),
+        YesNo("Stoprule", "No", "stop when the diagnostic falls below stopval"),
+        Float("Stopval", 0.05, "stop value", 0.0), YesNo("Savetrees", "No", "save trees for burn-in"),
+        YesNo("Checkpoint", "Yes", "write checkpoints"), Int("Checkfreq", 2000, "generations between checkpoints", 1),
+        Text("Filename", "", "output file stem (default: the data file name)"),
+        Choice("Startparams", "Current", "start parameter values", ("Current", "Reset")),
+        Choice("Starttree", "Current", "start trees", ("Current", "Random", "Parsimony")),
+        Int("Nperts", 0, "perturbations of start trees", 0), YesNo("Data", "Yes", "use the data (No: sample the prior)"),
+        YesNo("Ordertaxa", "No", "order taxa in .t files"), YesNo("Append", "No", "continue from a checkpoint"),
+        YesNo("Autotune", "Yes", "tune moves"), Int("Tunefreq", 100, "tries between tuning", 1),
+    ]
+
+
+def _set() -> list[Param]:
+    return [
+        Int("Seed", None, "random seed (default: from the clock)", 0), Int("Swapseed", None, "swap seed", 0),
+        Text("Dir", "", "working directory for output"), Text("Partition", "", "active character partition"),
+        Text("Speciespartition", "", "species partition"), YesNo("Autoclose", "No", "do not ask to extend runs"),
+        YesNo("Nowarnings", "No", "suppress warnings"), YesNo("Autoreplace", "Yes", "overwrite output files"),
+        YesNo("Quitonerror", "No", "leave on the first error"), YesNo("Scientific", "Yes", "scientific notation"),
+        Int("Precision", 6, "decimals in output files", 3, 15), YesNo("Usebeagle", "Yes", "use the GPU/CPU backend"),
+        Int("Beagleresource", 99, "backend resource number", 0),
+        Choice("Beagledevice", "GPU", "GPU (when present) or CPU", ("CPU", "GPU")),
+        Choice("Beagleprecision", "Double", "floating point precision of the backend", ("Single", "Double")),
+        Choice("Beaglescaling", "Dynamic", "rescaling", ("Always", "Dynamic")),
+        YesNo("Beaglesse", "No", "accepted for compatibility"), YesNo("Beaglethreads", "Yes", "accepted"),
+        Int("Beaglethreadcount", 99, "accepted for compatibility", 0), YesNo("Beaglefloattips", "No", "accepted"),
+    ]
+
+
+def _sump() -> list[Param]:
+    return [
+        YesNo("Relburnin", "Yes", "burn-in as a fraction"), Int("Burnin", 0, "burn-in samples", 0),
+        Float("Burninfrac", 0.25, "burn-in fraction", 0.0, 0.99), Int("Nruns", 2, "number of runs", 1),
+        Text("Filename", "", "file stem of the .p files"), Text("Outputname", "", "stem of the output files"),
+        YesNo("Hpd", "Yes", "HPD intervals"), Float("Minprob", 0.05, "minimum probability of models", 0.0, 1.0),
+    ]
+
+
+def _sumt() -> list[Param]:
+    return [
+        YesNo("Relburnin", "Yes", "burn-in as a fraction"), Int("Burnin", 0, "burn-in samples", 0),
+        Float("Burninfrac", 0.25, "burn-in fraction", 0.0, 0.99), Int("Nruns", 2, "number of runs", 1),
+        Int("Ntrees", 1, "trees per file", 1), Text("Filename", "", "file stem of the .t files"),
+        Float("Minpartfreq", 0.10, "minimum split frequency", 0.0, 1.0),
+        Choice("Contype", "Halfcompat", "consensus type", ("Halfcompat", "Allcompat")),
+        Choice("Conformat", "Figtree", "consensus format", ("Figtree", "Simple")),
+        Text("Outputname", "", "stem of the output files"), YesNo("Calctreeprobs", "Yes", "tree probabilities"),
+        YesNo("Showtreeprobs", "No", "print tree probabilities"), YesNo("Hpd", "Yes", "HPD intervals"),
+        YesNo("Savebrparams", "No", "save branch parameters"),
+        Float("Minbrparamfreq", 0.5, "minimum frequency for branch parameters", 0.0, 1.0),
+    ]
+
+
+_LINKABLE = ("Tratio", "Revmat", "Omega", "Statefreq", "Shape", "Pinvar", "Correlation", "Ratemultiplier",
+             "Switchrates", "Topology", "Brlens", "Speciationrate", "Extinctionrate", "Fossilizationrate",
+             "Popsize", "Growthrate", "Aamodel", "Cpprate", "Cppmultdev", "Cppevents", "TK02var", "Igrvar",
+             "Clockrate")
+
+
+def _report() -> list[Param]:
+    return [Divisions("Applyto", "all", "divisions"),
+            Choice("Tratio", "Ratio", "", ("Ratio", "Dirichlet")), Choice("Revmat", "Dirichlet", "", ("Ratio", "Dirichlet")),
+            Choice("Ratemult", "Scaled", "", ("Scaled", "Ratio", "Dirichlet")),
+            Choice("Tree", "Brlens", "", ("Brlens", "Topology")), YesNo("Ancstates", "No"), YesNo("Siterates", "No"),
+            YesNo("Possel", "No"), YesNo("Siteomega", "No")]
+
+
+@dataclass
+class CommandSpec:
+    """One command: name, summary, parameters, and whether mbgpu implements it yet."""
+
+    name: str
+    summary: str
+    params: list[Param] = field(default_factory=list)
+    syntax: str = ""
+    implemented: bool = True
+
+    def param_names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+
+def build_table() -> dict[str, CommandSpec]:
+    """A fresh table (no shared mutable state): lower-case name -> spec."""
+    specs = [
+        CommandSpec("Set", "sets general options", _set(), "set param=value ...;"),
+        CommandSpec("Execute", "executes a NEXUS file", [], "execute FILENAME;"),
+        CommandSpec("Lset", "sets the likelihood model", _lset(), "lset [applyto=(...)] param=value ...;"),
+        CommandSpec("Prset", "sets the priors", _prset(), "prset [applyto=(...)] param=value ...;"),
+        CommandSpec("Mcmc", "sets MCMC options and starts the analysis", _mcmc(), "mcmc param=value ...;"),
+        CommandSpec("Mcmcp", "sets MCMC options without starting", _mcmc(), "mcmcp param=value ...;"),
+        CommandSpec("Sump", "summarises the parameter (.p) files", _sump(), "sump param=value ...;"),
+        CommandSpec("Sumt", "summarises the tree (.t) files", _sumt(), "sumt param=value ...;"),
+        CommandSpec("Charset", "defines a character set", [], "charset NAME = 1-10 12 20-.\\3 ...;"),
+        CommandSpec("Partition", "defines a character partition", [], "partition NAME = N: set1, set2, ...;"),
+        CommandSpec("Unlink", "unlinks parameters across divisions",
+                    [Divisions(n, None, "divisions") for n in _LINKABLE], "unlink shape=(all) ...;"),
+        CommandSpec("Link", "links parameters across divisions",
+                    [Divisions(n, None, "divisions") for n in _LINKABLE], "link shape=(all) ...;"),
+        CommandSpec("Outgroup", "sets the outgroup taxon", [], "outgroup NAME|NUMBER;"),
+        CommandSpec("Startvals", "sets starting values of parameters",
+                    [Text("Tau", None, "start topology (a tree name)"), Text("V", None, "start branch lengths"),
+                     Numbers("Ratemultiplier", None, "start partition rate multipliers")],
+                    "startvals tau=TREE V=TREE ratemultiplier=(...);"),
+        CommandSpec("Log", "logs screen output to a file",
+                    [Choice("Start", None, "", ("Yes",)), Choice("Stop", None, "", ("Yes",)),
+                     Text("Filename", "log.out", "log file"), Choice("Append", None, "", ("Yes",)),
+                     Choice("Replace", None, "", ("Yes",))], "log start filename=F [append|replace]; log stop;"),
+        CommandSpec("Showmodel", "shows the current model settings", [], "showmodel;"),
+        CommandSpec("Help", "describes a command, or lists them all", [], "help [COMMAND];"),
+        CommandSpec("Quit", "quits the program", [], "quit;"),
+        CommandSpec("Report", "sets how parameters are reported", _report(), "report param=value ...;"),
+        CommandSpec("Exclude", "excludes characters from the analysis", [], "exclude 1-10 NAME ...|all;"),
+        CommandSpec("Include", "includes excluded characters again", [], "include 1-10 NAME ...|all;"),
+    ]
+    for name, summary in _STORED:
+        specs.append(CommandSpec(name, summary + " (stored; not used by the analysis yet)", [], ""))
+    for name, summary in _NOT_YET:
+        specs.append(CommandSpec(name, summary, [], "", implemented=False))
+    return {s.name.lower(): s for s in specs}
+
+
+_STORED = [
+    ("Calibrate", "node calibrations"), ("Constraint", "topology constraints"), ("Ctype", "character types"),
+    ("Pairs", "doublet pairs"), ("Speciespartition", "species partition"), ("Taxset", "taxon sets"),
+]
+
+_NOT_YET = [
+    ("About", "about the program"), ("Acknowledgments", "acknowledgments"),
+    ("Charstat", "character status"), ("Citations", "citations"), ("Comparetree", "compares trees"),
+    ("Databreaks", "data breaks"),
+    ("Delete", "deletes taxa"), ("Deroot", "unroots user tree"), ("Disclaimer", "disclaimer"),
+    ("Manual", "writes a manual"),
+    ("Plot", "plots parameters"), ("Propset", "move proposal settings"),
+    ("Restore", "restores taxa"), ("Root", "roots user tree"), ("Showbeagle", "backend resources"),
+    ("Showmatrix", "shows the matrix"), ("Showmcmctrees", "shows MCMC trees"), ("Showmoves", "shows moves"),
+    ("Showparams", "shows parameters"), ("Showusertrees", "shows user trees"),
+    ("Ss", "stepping-stone sampling"), ("Ssp", "stepping-stone settings"),
+    ("Sumss", "summarises stepping-stone runs"), ("Taxastat", "taxon status"),
+    ("Usertree", "user tree"), ("Version", "program version"),
+]

@@ -1,0 +1,1 @@
+"""NEXUS reading: a tokenizer with positions, block splitting, data matrices and trees blocks."""

@@ -1,0 +1,78 @@
+"""A command-line session: run the given files in order, then optionally the interactive prompt."""
+from __future__ import annotations
+
+import sys
+
+from engine.console import Console
+from engine.errors import MbgpuError
+from engine.interpreter import Interpreter, Quit
+
+PROMPT = "mbgpu > "
+
+
+def _parse_args(argv: list[str]) -> tuple[bool, list[str]]:
+    interactive, files = False, []
+    for a in argv:
+        if a == "-i":
+            interactive = True
+        elif a.startswith("-") and a != "-":
+            raise MbgpuError("unknown option '%s' (see mbgpu -h)" % a)
+        else:
+            files.append(a)
+    return interactive or not files, files
+
+
+def _report(err: MbgpuError) -> None:
+    sys.stdout.flush()
+    print(err.one_line(), file=sys.stderr)
+
+
+def prompt_loop(interp: Interpreter, stdin=None) -> int:
+    """Read commands line by line until `quit` or end of input; errors stop only with quitonerror."""
+    stdin = stdin or sys.stdin
+    n = 0
+    while True:
+        if stdin.isatty():
+            sys.stdout.write(PROMPT)
+            sys.stdout.flush()
+        line = stdin.readline()
+        if not line:
+            return 0
+        n += 1
+        text = line.strip()
+        if not text:
+            continue
+        if not text.rstrip().endswith(";"):
+            text += ";"
+        try:
+            interp.run_text(text, "<stdin>:%d" % n if False else "<stdin>")
+        except Quit:
+            return 0
+        except MbgpuError as err:
+            _report(err)
+            if interp.settings.options.get("Quitonerror") == "Yes":
+                return 2
+
+
+def run_cli(argv: list[str]) -> int:
+    """`mbgpu [-i] [FILE ...]`: the exit status (0, or 2 after a user error)."""
+    interactive, files = _parse_args(argv)
+    interp = Interpreter(Console())
+    try:
+        for path in files:
+            interp.run_file(path)
+    except Quit:
+        return 0
+    except MbgpuError as err:
+        _report(err)
+        if not interactive or interp.settings.options.get("Quitonerror") == "Yes":
+            return 2
+    finally:
+        if not interactive:
+            interp.console.stop_log()
+    if interactive:
+        try:
+            return prompt_loop(interp)
+        finally:
+            interp.console.stop_log()
+    return 0

@@ -1,0 +1,122 @@
+"""Everything the commands have set: data, character sets, partitions, models, priors, run options.
+
+One `Settings` per session, built and changed only by the interpreter's command handlers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.charmatrix import CharacterMatrix
+from engine.commands.table import CommandSpec
+
+
+def defaults(spec: CommandSpec) -> dict[str, Any]:
+    """Canonical parameter name -> default value of one command."""
+    return {p.name: p.default for p in spec.params}
+
+
+@dataclass
+class Division:
+    """One division of the active partition: its columns, datatype and model/prior settings."""
+
+    columns: np.ndarray
+    datatype: str
+    lset: dict[str, Any]
+    prset: dict[str, Any]
+
+
+@dataclass
+class TreeRecord:
+    """A tree of a trees block: its newick text and the translate table in force for it."""
+
+    name: str
+    newick: str
+    translate: dict[str, str]
+    where: Any = None
+
+
+@dataclass
+class Settings:
+    """The state of one mbgpu session."""
+
+    table: dict[str, CommandSpec]
+    options: dict[str, Any] = field(default_factory=dict)  # `set`
+    mcmc: dict[str, Any] = field(default_factory=dict)
+    sump: dict[str, Any] = field(default_factory=dict)
+    sumt: dict[str, Any] = field(default_factory=dict)
+    report: dict[str, Any] = field(default_factory=dict)
+    matrix: CharacterMatrix | None = None
+    data_file: str = ""
+    charsets: dict[str, list[int]] = field(default_factory=dict)
+    partitions: dict[str, list[list[int]]] = field(default_factory=dict)
+    partition: str = "Default"
+    divisions: list[Division] = field(default_factory=list)
+    unlinked: dict[str, Any] = field(default_factory=dict)
+    startvals: dict[str, Any] = field(default_factory=dict)
+    outgroup: int = 0
+    trees: dict[str, TreeRecord] = field(default_factory=dict)
+    excluded: set = field(default_factory=set)  # 0-based excluded columns
+    stored: list = field(default_factory=list)  # commands kept for later (constraint, calibrate, ...)
+
+    @classmethod
+    def fresh(cls, table: dict[str, CommandSpec]) -> "Settings":
+        s = cls(table)
+        s.options = defaults(table["set"])
+        s.mcmc = defaults(table["mcmc"])
+        s.sump = defaults(table["sump"])
+        s.sumt = defaults(table["sumt"])
+        s.report = defaults(table["report"])
+        return s
+
+    def new_division(self, columns: np.ndarray, datatype: str) -> Division:
+        lset = defaults(self.table["lset"])
+        prset = defaults(self.table["prset"])
+        lset.pop("Applyto")
+        prset.pop("Applyto")
+        return Division(np.asarray(columns, dtype=np.int64), datatype, lset, prset)
+
+    def set_data(self, matrix: CharacterMatrix, data_file: str) -> None:
+        """New data: forget character sets, partitions, models and trees tied to the old data."""
+        self.matrix, self.data_file = matrix, data_file
+        self.charsets, self.partitions, self.unlinked, self.startvals = {}, {}, {}, {}
+        self.outgroup, self.excluded, self.stored = 0, set(), []
+        self.partitions["Default"] = default_partition(matrix)
+        self.activate("Default")
+
+    def activate(self, name: str) -> None:
+        """Make partition `name` active; every division starts from default model settings."""
+        assert self.matrix is not None
+        self.partition = name
+        self.divisions = []
+        for cols in self.partitions[name]:
+            arr = np.asarray(cols, dtype=np.int64)
+            kinds = {self.matrix.datatypes[j] for j in cols}
+            assert len(kinds) == 1, "a division must hold one datatype (checked when defined)"
+            self.divisions.append(self.new_division(arr, kinds.pop()))
+
+    def included(self, columns: np.ndarray) -> np.ndarray:
+        """The columns of `columns` that are not excluded."""
+        if not self.excluded:
+            return columns
+        return columns[~np.isin(columns, np.fromiter(self.excluded, dtype=np.int64))]
+
+    def division_indices(self, applyto) -> list[int]:
+        """0-based divisions named by an `applyto` value ('all' or 1-based numbers)."""
+        if applyto == "all" or applyto is None:
+            return list(range(len(self.divisions)))
+        return [i - 1 for i in applyto]
+
+
+def default_partition(matrix: CharacterMatrix) -> list[list[int]]:
+    """MrBayes' default: one division per datatype, in order of first appearance."""
+    order: list[str] = []
+    groups: dict[str, list[int]] = {}
+    for j, dt in enumerate(matrix.datatypes):
+        if dt not in groups:
+            order.append(dt)
+            groups[dt] = []
+        groups[dt].append(j)
+    return [groups[dt] for dt in order]

@@ -1,0 +1,2 @@
+"""The package version, in one place (setup.cfg reads it)."""
+__version__ = "0.1.0"

@@ -1,0 +1,42 @@
+"""Shared fixtures and the skip rules for `gpu` and `mpi` tests."""
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+
+def _cuda_ok() -> bool:
+    try:
+        from engine.cuda.context import cuda_available
+    except ImportError:
+        return False
+    return cuda_available()
+
+
+def _under_mpiexec() -> bool:
+    return any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
+
+
+def pytest_collection_modifyitems(config, items):
+    cuda = None
+    mpi = _under_mpiexec()
+    for item in items:
+        if "gpu" in item.keywords:
+            if cuda is None:
+                cuda = _cuda_ok()
+            if not cuda:
+                item.add_marker(pytest.mark.skip(reason="no CUDA device or pycuda"))
+        if "mpi" in item.keywords and not mpi:
+            item.add_marker(pytest.mark.skip(reason="not launched by mpiexec"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """../shared/data beside the checkout (skips when absent, e.g. an sdist test run)."""
+    path = SHARED / "data"
+    if not path.is_dir():
+        pytest.skip("../shared/data is not beside the checkout")
+    return path

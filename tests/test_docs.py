@@ -1,0 +1,8 @@
+from engine.commands.helptext import markdown_reference
+from engine.commands.table import build_table
+from tests.conftest import ROOT
+
+
+def test_command_reference_is_current():
+    """docs/commands.md is generated from the table; regenerate with python -m engine.commands.reference."""
+    assert (ROOT / "docs" / "commands.md").read_text() == markdown_reference(build_table())

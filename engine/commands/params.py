@@ -199,6 +199,20 @@ class PriorValue:
         return out + (":" + str(self.sub) if self.sub is not None else "")
 
 
+def parse_prior_text(text: str) -> PriorValue:
+    """`Unconstrained:GammaDir(1,0.1,1,1)` -> PriorValue (table defaults; `...` entries are dropped)."""
+    head, _, rest = text.partition(":")
+    name, _, args = head.partition("(")
+    values = []
+    for a in args.rstrip(")").split(",") if args else []:
+        if a and a != "...":
+            try:
+                values.append(parse_number(a, name))
+            except CommandError:
+                values.append(a)
+    return PriorValue(name, tuple(values), parse_prior_text(rest) if rest else None)
+
+
 @dataclass
 class Prior(Param):
     """A prior: `head(args)` with head from `heads`; `subs` lists the allowed heads after a ':'."""
@@ -206,6 +220,10 @@ class Prior(Param):
     heads: tuple[str, ...] = ()
     subs: dict = field(default_factory=dict)
     named: bool = False  # args may be words (fixed(wag), fixed(equal), fixed(treename))
+
+    def __post_init__(self) -> None:
+        if isinstance(self.default, str):
+            self.default = parse_prior_text(self.default)
 
     def convert(self, value):
         v = self._need(value)

@@ -1,0 +1,138 @@
+"""Turn a division's `lset`/`prset` settings into ModelSpecs with starting values.
+
+Fixed priors give fixed values; estimated parameters start where MrBayes starts them (equal rates
+and frequencies, alpha 1, pinvar 0, kappa 1). Settings mbgpu cannot run yet raise NotImplementedYet
+naming the setting, so a file never runs a different model than it asks for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.errors import ModelError, NotImplementedYet
+from engine.models import ModelSpec, empirical_frequencies
+from engine.patterns import PatternSet
+
+_RATES = {"Equal": "equal", "Gamma": "gamma", "Propinv": "propinv", "Invgamma": "invgamma"}
+
+
+@dataclass
+class DivisionModel:
+    """The model of one division: one spec per pattern set (standard data: one per state count)."""
+
+    index: int
+    datatype: str
+    specs: list[ModelSpec]
+    pattern_sets: list[PatternSet]
+
+
+def _fixed(prior) -> tuple | None:
+    return prior.args if prior is not None and prior.kind == "Fixed" else None
+
+
+def _check_supported(d, number: int) -> None:
+    lset = d.lset
+    unsupported = [("Nucmodel", "4by4"), ("Covarion", "No"), ("Nst", None), ("Rates", None), ("Coding", None)]
+    for key, ok in unsupported:
+        value = lset[key]
+        if ok is not None and value != ok and not (key == "Nucmodel" and d.datatype == "protein"):
+            raise NotImplementedYet("division %d: lset %s=%s is not implemented yet" % (number, key.lower(), value))
+    if lset["Nst"] == "Mixed":
+        raise NotImplementedYet("division %d: lset nst=mixed is not implemented yet" % number)
+    if lset["Rates"] not in _RATES:
+        raise NotImplementedYet("division %d: lset rates=%s is not implemented yet" % (number, lset["Rates"]))
+    if lset["Coding"] not in ("All", "Variable"):
+        raise NotImplementedYet("division %d: lset coding=%s is not implemented yet" % (number, lset["Coding"]))
+    if lset["Coding"] == "Variable" and d.datatype != "standard":
+        raise ModelError("division %d: coding=variable applies to standard (morphology) data only" % number)
+    aa = d.prset["Aamodelpr"]
+    if d.datatype == "protein" and aa.kind != "Fixed":
+        raise NotImplementedYet("division %d: prset aamodelpr=%s is not implemented yet" % (number, aa.kind))
+
+
+def _frequencies(prior, n_states: int, patterns: list[PatternSet], number: int):
+    fixed = _fixed(prior)
+    if fixed is None:
+        return None  # Dirichlet prior: start at equal frequencies
+    if len(fixed) == 1 and isinstance(fixed[0], str):
+        word = fixed[0].lower()
+        if "equal".startswith(word):
+            return None
+        if "empirical".startswith(word):
+            tips = np.concatenate([p.tip_partials() for p in patterns], axis=1)
+            weights = np.concatenate([p.weights for p in patterns])
+            return empirical_frequencies(tips, weights)
+        raise ModelError("division %d: statefreqpr=fixed(%s): expected equal, empirical or %d numbers"
+                         % (number, fixed[0], n_states))
+    values = np.array([float(v) for v in fixed])
+    if values.size != n_states or np.any(values < 0) or values.sum() <= 0:
+        raise ModelError("division %d: statefreqpr=fixed(...) needs %d non-negative frequencies, got %d values"
+                         % (number, n_states, values.size))
+    return values / values.sum()
+
+
+def _aamodel(d, number: int) -> str:
+    args = d.prset["Aamodelpr"].args
+    if len(args) != 1 or not isinstance(args[0], str):
+        raise ModelError("division %d: aamodelpr=fixed(NAME) expects one model name" % number)
+    from engine.commands.params import resolve
+    from engine.errors import CommandError
+
+    names = ("Poisson", "Jones", "Dayhoff", "Mtrev", "Mtmam", "Wag", "Rtrev", "Cprev", "Vt", "Blosum", "Lg",
+             "Equalin", "Gtr")
+    try:
+        name = resolve(args[0], names, "amino-acid model").lower()
+    except CommandError as err:
+        raise ModelError("division %d: %s" % (number, err.message)) from None
+    if name == "gtr":
+        raise NotImplementedYet("division %d: aamodelpr=fixed(gtr) is not implemented yet" % number)
+    return name
+
+
+def division_spec(d, number: int, patterns: list[PatternSet]) -> ModelSpec:
+    """The ModelSpec (start or fixed values) of one division; n_states left for the caller."""
+    _check_supported(d, number)
+    lset, prset = d.lset, d.prset
+    spec = ModelSpec(datatype=d.datatype, rates=_RATES[lset["Rates"]], ngammacat=int(lset["Ngammacat"]),
+                     coding=lset["Coding"].lower())
+    if d.datatype in ("dna", "rna"):
+        spec.nst = int(lset["Nst"])
+        kappa = _fixed(prset["Tratiopr"])
+        spec.kappa = float(kappa[0]) if kappa else 1.0
+        revmat = _fixed(prset["Revmatpr"])
+        if revmat is not None:
+            if len(revmat) != 6:
+                raise ModelError("division %d: revmatpr=fixed(...) needs 6 rates, got %d" % (number, len(revmat)))
+            spec.revmat = tuple(float(r) for r in revmat)
+    if d.datatype == "protein":
+        spec.aamodel = _aamodel(d, number)
+    n = 4 if d.datatype in ("dna", "rna") else 20
+    if d.datatype != "standard" and (d.datatype != "protein" or spec.aamodel == "equalin"):
+        spec.statefreqs = _frequencies(prset["Statefreqpr"], n, patterns, number)
+    shape = _fixed(prset["Shapepr"])
+    spec.alpha = float(shape[0]) if shape else 1.0
+    pinvar = _fixed(prset["Pinvarpr"])
+    spec.pinvar = float(pinvar[0]) if pinvar else 0.0
+    return spec
+
+
+def build_division_models(settings, pattern_sets: list[list[PatternSet]]) -> list[DivisionModel]:
+    """One DivisionModel per division of the active partition."""
+    from dataclasses import replace
+
+    out = []
+    for i, (d, sets) in enumerate(zip(settings.divisions, pattern_sets), 1):
+        base = division_spec(d, i, sets)
+        specs = [replace(base, n_states=p.n_states) if d.datatype == "standard" else base for p in sets]
+        for s in specs:
+            s.validate()
+        out.append(DivisionModel(i, d.datatype, specs, sets))
+    return out
+
+
+def rate_multipliers(settings) -> np.ndarray:
+    """Start values of the partition rate multipliers (startvals ratemultiplier=..., else 1)."""
+    n = len(settings.divisions)
+    given = settings.startvals.get("Ratemultiplier")
+    return np.array(given if given is not None else [1.0] * n, dtype=np.float64)

@@ -1,0 +1,9 @@
+"""Substitution models: specs, rate matrices, eigensystems, MrBayes-exact discrete gamma."""
+from engine.models.aamatrices import ALL_MODELS as AA_MODELS, load_aamodel
+from engine.models.discrete_gamma import discrete_gamma
+from engine.models.spec import ModelSpec
+from engine.models.substitution import (EigenSystem, SubstitutionModel, build_model,
+                                        empirical_frequencies, rate_matrix)
+
+__all__ = ["AA_MODELS", "EigenSystem", "ModelSpec", "SubstitutionModel", "build_model",
+           "discrete_gamma", "empirical_frequencies", "load_aamodel", "rate_matrix"]

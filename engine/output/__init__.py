@@ -1,0 +1,1 @@
+"""Writers of MrBayes' output files, one module per file type, header and rows from one column list."""

@@ -1,0 +1,31 @@
+"""The `.p` parameter file exactly as MrBayes 3.2.7a writes it: `[ID: n]`, a tab-separated header
+`Gen LnL LnPr TL ...`, then one row per sample (no trailing tab).
+
+Numbers follow `set scientific` and `set precision` (default `%.6e`; `scientific=no precision=15`
+gives `%.15f`).
+"""
+from __future__ import annotations
+
+from typing import Sequence, TextIO
+
+
+def format_number(x: float, scientific: bool, precision: int) -> str:
+    """One value as MrBayes prints it in .p files."""
+    return "%.*e" % (precision, x) if scientific else "%.*f" % (precision, x)
+
+
+class PFileWriter:
+    """Writes the header on creation and one row per `row()` call; the caller owns the stream."""
+
+    def __init__(self, stream: TextIO, run_id: int, columns: Sequence[str], *, scientific: bool = True,
+                 precision: int = 6):
+        self.stream, self.columns = stream, list(columns)
+        self.scientific, self.precision = scientific, precision
+        stream.write("[ID: %d]\n" % run_id)
+        stream.write("\t".join(["Gen", "LnL", "LnPr"] + self.columns) + "\n")
+
+    def row(self, gen: int, lnl: float, lnpr: float, values: Sequence[float]) -> None:
+        assert len(values) == len(self.columns), "row and header must have the same columns"
+        nums = [format_number(v, self.scientific, self.precision) for v in (lnl, lnpr, *values)]
+        self.stream.write("\t".join([str(gen)] + nums) + "\n")
+        self.stream.flush()

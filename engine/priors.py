@@ -1,0 +1,86 @@
+"""Log prior densities as MrBayes 3.2.7a computes them: branch lengths, topology, model parameters.
+
+Fixed parameters contribute nothing. Checked against the LnPr of MrBayes' Gen-0 rows
+(shared/data/mrbayes/reference_runs/p_headers).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import gammaln
+
+from engine.errors import NotImplementedYet
+
+
+def log_dirichlet(x: np.ndarray, alpha: np.ndarray) -> float:
+    """log density of Dirichlet(alpha) at x (x on the simplex)."""
+    x, alpha = np.asarray(x, float), np.asarray(alpha, float)
+    return float(gammaln(alpha.sum()) - gammaln(alpha).sum() + ((alpha - 1.0) * np.log(x)).sum())
+
+
+def log_double_factorial_odd(n: int) -> float:
+    """log(n!!) for odd n >= 1 (the number of unrooted topologies of k taxa is (2k-5)!!)."""
+    return float(sum(math.log(k) for k in range(3, n + 1, 2)))
+
+
+def topology_log_prior(n_taxa: int) -> float:
+    """Uniform prior over unrooted binary topologies."""
+    return -log_double_factorial_odd(2 * n_taxa - 5) if n_taxa > 3 else 0.0
+
+
+def brlens_log_prior(prior, lengths: np.ndarray, is_terminal: np.ndarray) -> float:
+    """`brlenspr` for unconstrained trees: gammadir, exponential or uniform."""
+    if prior.kind != "Unconstrained":
+        raise NotImplementedYet("brlenspr=%s is not implemented yet" % prior.kind.lower())
+    sub = prior.sub
+    b = np.asarray(lengths, float)
+    if sub.kind == "Exponential":
+        lam = float(sub.args[0])
+        return float(b.size * math.log(lam) - lam * b.sum())
+    if sub.kind == "Uniform":
+        lo, hi = map(float, sub.args)
+        return float(-b.size * math.log(hi - lo))
+    if sub.kind == "GammaDir":
+        a_t, b_t, a, c = map(float, sub.args)
+        tl = b.sum()
+        log_gamma_tl = a_t * math.log(b_t) - math.lgamma(a_t) + (a_t - 1.0) * math.log(tl) - b_t * tl
+        alphas = np.where(is_terminal, a, c)
+        return float(log_gamma_tl + log_dirichlet(b / tl, alphas) - (b.size - 1) * math.log(tl))
+    raise NotImplementedYet("brlenspr=unconstrained:%s is not implemented yet" % sub.kind.lower())
+
+
+def _dirichlet_alphas(prior, n: int) -> np.ndarray:
+    args = [float(a) for a in prior.args] or [1.0]
+    return np.full(n, args[0]) if len(args) == 1 else np.array(args)
+
+
+def parameter_log_prior(p, n_chars: dict[int, float] | None = None) -> float:
+    """Log prior of one FreeParameter at its current value."""
+    kind, prior, v = p.kind, p.prior, np.asarray(p.value, float)
+    if kind in ("revmat", "statefreq"):
+        return log_dirichlet(v / v.sum(), _dirichlet_alphas(prior, v.size))
+    if kind == "tratio":
+        a, b = map(float, prior.args or (1.0, 1.0))
+        x = v[0] / (1.0 + v[0])
+        return float((a - 1) * math.log(x) + (b - 1) * math.log(1 - x) - (math.lgamma(a) + math.lgamma(b)
+                                                                          - math.lgamma(a + b)))
+    if kind in ("shape", "pinvar"):
+        if prior.kind == "Exponential":
+            lam = float(prior.args[0]) if prior.args else 1.0
+            return float(math.log(lam) - lam * v[0])
+        if prior.kind == "Uniform":
+            lo, hi = map(float, prior.args)
+            return float(-math.log(hi - lo))
+    if kind == "ratemult":
+        return _ratemult_log_prior(p, n_chars or {})
+    raise NotImplementedYet("the prior %s for %s is not implemented yet" % (prior, kind))
+
+
+def _ratemult_log_prior(p, n_chars: dict[int, float]) -> float:
+    """Dirichlet on the character-weighted multipliers w_i = n_i m_i / N, with its Jacobian."""
+    n = np.array([n_chars[d] for d in p.divisions], float)
+    total = n.sum()
+    w = n * np.asarray(p.value, float) / total
+    alphas = _dirichlet_alphas(p.prior, w.size)
+    return log_dirichlet(w / w.sum(), alphas) + float(np.log(n[:-1] / total).sum())

@@ -1,0 +1,53 @@
+"""Starting trees of the chains: the `startvals tau=/V=` tree, or a random topology with every branch
+0.02 long (MrBayes' default), drawn from the chain's own random stream."""
+from __future__ import annotations
+
+import numpy as np
+
+from engine.errors import DataError, ModelError
+from engine.tree import Tree, random_tree
+
+DEFAULT_BRLEN = 0.02
+
+
+def taxon_index(taxa: list[str], translate: dict[str, str]) -> dict[str, int]:
+    """Labels a tree may use: taxon names, translate keys, and 1-based numbers when unambiguous."""
+    index = {name: i for i, name in enumerate(taxa)}
+    for key, name in translate.items():
+        if name not in index:
+            raise DataError("translate maps '%s' to '%s', which is not a taxon of the matrix" % (key, name))
+        index[key] = index[name]
+    for i in range(len(taxa)):
+        index.setdefault(str(i + 1), i)
+    return index
+
+
+def user_tree(settings, name: str) -> Tree:
+    """A named tree of a trees block as an unrooted Tree over the matrix taxa."""
+    rec = settings.trees[name]
+    try:
+        tree = Tree.from_newick(rec.newick, taxon_index(settings.matrix.taxa, rec.translate))
+    except DataError as err:
+        raise DataError("tree '%s': %s" % (name, err.message), rec.where) from None
+    if tree.n_tips != settings.matrix.ntax:
+        raise DataError("tree '%s' has %d taxa, the matrix %d" % (name, tree.n_tips, settings.matrix.ntax),
+                        rec.where)
+    return tree.deroot()
+
+
+def start_tree(settings, rng: np.random.Generator) -> Tree:
+    """The start tree of one chain (startvals when given, otherwise random)."""
+    tau, v = settings.startvals.get("Tau"), settings.startvals.get("V")
+    if tau is None and v is None:
+        return random_tree(settings.matrix.ntax, rng, brlen=DEFAULT_BRLEN)
+    tree = user_tree(settings, tau or v)
+    if v is None:
+        tree.brlen[tree.parent >= 0] = DEFAULT_BRLEN
+    elif tau is not None and v != tau:
+        lengths = user_tree(settings, v)
+        if lengths.splits() != tree.splits():
+            raise ModelError("startvals: tree '%s' (V) does not have the topology of '%s' (tau)" % (v, tau))
+        tree = lengths
+    if np.any(tree.brlen[tree.parent >= 0] <= 0):
+        raise ModelError("startvals: tree '%s' has a branch length that is not positive" % (v or tau))
+    return tree

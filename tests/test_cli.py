@@ -1,4 +1,5 @@
 """The `mbgpu` command as a user runs it: a subprocess, exit codes, one-line errors."""
+import os
 import subprocess
 import sys
 
@@ -9,7 +10,8 @@ from tests.helpers import DNA4
 
 
 def mbgpu(*args, stdin=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "engine", *args], input=stdin, capture_output=True,
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "engine", *args], input=stdin, capture_output=True, env=env,
                           text=True, cwd=cwd, timeout=120)
 
 
@@ -20,10 +22,12 @@ def test_version_and_help():
     assert r.returncode == 0 and "usage: mbgpu [-i] [FILE ...]" in r.stdout
 
 
-def test_bundled_example_runs():
-    r = mbgpu(str(ROOT / "configs" / "examples" / "primates.nex"))
+def test_bundled_example_runs(tmp_path):
+    r = mbgpu(str(ROOT / "configs" / "examples" / "primates.nex"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "Division 1 has 413 unique site patterns" in r.stdout
+    assert "Initial log likelihoods" in r.stdout
+    assert (tmp_path / "primates_example.run1.p").read_text().splitlines()[1].startswith("Gen\tLnL\tLnPr\tTL")
 
 
 def test_user_error_is_one_line_and_status_2(tmp_path):

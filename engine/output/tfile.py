@@ -1,0 +1,178 @@
+"""The `.t` tree file as MrBayes 3.2.7a writes it, and a reader for MrBayes' and our .t files.
+
+Writer: `#NEXUS`, `[ID: n]`, `[Param: tree]`, `begin trees;`, a translate block (`%*d name,` right-aligned
+to 8 characters for <= 99 taxa like MrBayes), one line per sample
+`   tree gen.N = [&U] newick;` with branch lengths formatted by `set precision/scientific`, and `end;`.
+Reader: the last `begin trees` block: translate table, tree names and nested-tuple topologies with
+branch lengths, `[&...]` comments stripped.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Sequence, TextIO
+
+from engine.errors import InputFileError, Location
+
+
+def format_length(x: float, scientific: bool = True, precision: int = 6) -> str:
+    return "%.*e" % (precision, x) if scientific else "%.*f" % (precision, x)
+
+
+class TFileWriter:
+    """Writes the header on creation, `tree(gen, newick)` per sample, `close()` writes `end;`."""
+
+    def __init__(self, stream: TextIO, run_id: int, taxa: Sequence[str], *, param: str = "tree"):
+        self.stream = stream
+        stream.write("#NEXUS\n[ID: %d]\n[Param: %s]\nbegin trees;\n   translate\n" % (run_id, param))
+        width = max(len(str(len(taxa))), 2) + 6
+        for i, name in enumerate(taxa):
+            stream.write("%*d %s%s\n" % (width, i + 1, name, ";" if i == len(taxa) - 1 else ","))
+        stream.flush()
+
+    def tree(self, gen: int, newick: str, rooted: bool = False) -> None:
+        self.stream.write("   tree gen.%d = [&%s] %s;\n" % (gen, "R" if rooted else "U", newick))
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("end;\n")
+        self.stream.flush()
+
+
+def newick_of(tree, scientific: bool = True, precision: int = 6) -> str:
+    """Newick of an `engine.tree.Tree` with 1-based tip numbers (translate indices), MrBayes' number format.
+
+    Children are written in the tree's own order; the basal node of an unrooted tree is a trifurcation.
+    """
+    kids = tree.children()
+
+    def rec(v: int) -> str:
+        if not kids[v]:
+            return "%d:%s" % (v + 1, format_length(float(tree.brlen[v]), scientific, precision))
+        inner = ",".join(rec(c) for c in kids[v])
+        if int(tree.parent[v]) < 0:
+            return "(%s)" % inner
+        return "(%s):%s" % (inner, format_length(float(tree.brlen[v]), scientific, precision))
+
+    return rec(tree.root)
+
+
+@dataclass
+class TreeSample:
+    """One `tree NAME = ...;` line: name, nested tuples of tip indices (0-based), lengths by node."""
+
+    name: str
+    rooted: bool
+    topology: object
+    lengths: dict = field(default_factory=dict)   # id(node tuple) is not stable; see parse_newick
+
+
+@dataclass
+class TFile:
+    path: str
+    stamp: str
+    taxa: list[str]
+    trees: list[TreeSample]
+
+
+_TOKEN = re.compile(r"\s*([(),:;]|[^(),:;\s]+)")
+
+
+def parse_newick(text: str, index: dict, where: Location):
+    """Parse newick into (nested tuple, list of (tipset bits, length)) with 0-based tip indices."""
+    pos, n = 0, len(text)
+    edges: list[tuple[int, float]] = []
+
+    def tok():
+        nonlocal pos
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise InputFileError("malformed tree description", where)
+        pos = m.end()
+        return m.group(1)
+
+    def peek():
+        m = _TOKEN.match(text, pos)
+        return m.group(1) if m else ""
+
+    def node():
+        t = tok()
+        if t == "(":
+            kids, bits = [], 0
+            while True:
+                k, b = node()
+                kids.append(k)
+                bits |= b
+                t = tok()
+                if t == ")":
+                    break
+                if t != ",":
+                    raise InputFileError("expected ',' or ')' in tree", where)
+            res = tuple(kids)
+        else:
+            if t not in index:
+                raise InputFileError("unknown taxon '%s' in tree" % t, where)
+            res, bits = index[t], 1 << index[t]
+        length = float("nan")
+        if peek() == ":":
+            tok()
+            try:
+                length = float(tok())
+            except ValueError:
+                raise InputFileError("bad branch length", where) from None
+        edges.append((bits, length))
+        return res, bits
+
+    topo, _ = node()
+    return topo, edges
+
+
+def read_tfile(path: str) -> TFile:
+    """Read the last trees block of a .t file (MrBayes' or ours)."""
+    try:
+        with open(path, "r", encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError as exc:
+        raise InputFileError("cannot read tree file: %s" % exc.strerror, Location(path)) from None
+    stamp = ""
+    begins = [i for i, l in enumerate(lines) if l.strip().lower().startswith("begin trees")]
+    for l in lines:
+        m = re.match(r"\s*\[ID:\s*([^\]]*)\]", l)
+        if m:
+            stamp = m.group(1).strip()
+            break
+    if not begins:
+        raise InputFileError("no 'begin trees' block", Location(path))
+    taxa: list[str] = []
+    trees: list[TreeSample] = []
+    i, in_tr = begins[-1] + 1, False
+    index: dict[str, int] = {}
+    while i < len(lines):
+        line = lines[i].strip()
+        low = line.lower()
+        if low.startswith("translate"):
+            in_tr = True
+        elif in_tr and line:
+            for part in line.rstrip(";").split(","):
+                bits = part.split()
+                if len(bits) >= 2:
+                    index[bits[0]] = len(taxa)
+                    index[" ".join(bits[1:])] = len(taxa)
+                    taxa.append(" ".join(bits[1:]))
+            if line.endswith(";"):
+                in_tr = False
+        elif low.startswith("tree "):
+            m = re.match(r"tree\s+(\S+)\s*=\s*(.*)$", line, re.I)
+            if not m or not m.group(2).endswith(";"):
+                raise InputFileError("malformed tree line", Location(path, i + 1, 1))
+            body = m.group(2)[:-1]
+            rooted = "[&R]" in body
+            body = re.sub(r"\[[^\]]*\]", "", body)
+            topo, edges = parse_newick(body, index, Location(path, i + 1, 1))
+            trees.append(TreeSample(m.group(1), rooted, topo, dict(edges=edges)))
+        elif low.startswith("end;"):
+            break
+        i += 1
+    if not trees:
+        raise InputFileError("no trees in the last trees block", Location(path))
+    return TFile(path, stamp, taxa, trees)

@@ -1,0 +1,122 @@
+"""Splits (bipartitions) of trees as integer bitsets, normalised like MrBayes, and their counting.
+
+Bit i stands for taxon i (0-based, in translate/taxon order). A split of an unrooted tree is stored
+without the outgroup (taxon 0 by default): the side that holds the outgroup is complemented away,
+which is how MrBayes prints splits ('.' on the outgroup side). Trees are given as nested tuples from
+`engine.output.tfile` (tips are ints, internal nodes tuples of children) or as `engine.tree.Tree`.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from engine.diagnostics import asdsf_msdsf
+
+
+def normalise(bits: int, n_taxa: int, outgroup: int = 0) -> int:
+    """The side of a split that excludes the outgroup."""
+    full = (1 << n_taxa) - 1
+    return bits ^ full if bits >> outgroup & 1 else bits
+
+
+def nested_splits(node, n_taxa: int, outgroup: int = 0) -> list[int]:
+    """Non-trivial splits (2 <= size <= n-2 after normalising) of a nested-tuple tree."""
+    out: list[int] = []
+
+    def walk(v) -> int:
+        if isinstance(v, int):
+            return 1 << v
+        b = 0
+        for c in v:
+            b |= walk(c)
+        out.append(b)
+        return b
+
+    walk(node)
+    res = []
+    for b in out:
+        s = normalise(b, n_taxa, outgroup)
+        if 2 <= bin(s).count("1") <= n_taxa - 2:
+            res.append(s)
+    return sorted(set(res))
+
+
+def tree_splits(tree, outgroup: int = 0) -> list[int]:
+    """Non-trivial normalised splits of an `engine.tree.Tree` (parent-array tree)."""
+    n = tree.n_tips
+    bits = [0] * tree.n_nodes
+    for v in range(n):
+        bits[v] = 1 << v
+    for v in tree.postorder().tolist():
+        p = int(tree.parent[v])
+        if p >= 0:
+            bits[p] |= bits[v]
+    res = set()
+    for v in range(n, tree.n_nodes):
+        s = normalise(bits[v], n, outgroup)
+        if 2 <= bin(s).count("1") <= n - 2:
+            res.add(s)
+    return sorted(res)
+
+
+def split_string(bits: int, n_taxa: int) -> str:
+    """MrBayes' '.**..' picture of a split."""
+    return "".join("*" if bits >> i & 1 else "." for i in range(n_taxa))
+
+
+class SplitCounter:
+    """Counts splits per run as trees are sampled; ASDSF/MSDSF at any time, like MrBayes during mcmc.
+
+    MrBayes counts sample k (k = 0 for gen 0) of every run; with relative burn-in it drops the first
+    `int(burninfrac * n_samples)` samples before each diagnostic, with absolute burn-in the first
+    `burnin` samples. Call `add(run, splits)` once per sampled tree (all runs sample together).
+    """
+
+    def __init__(self, n_runs: int, n_taxa: int, *, outgroup: int = 0, minpartfreq: float = 0.10,
+                 relburnin: bool = True, burninfrac: float = 0.25, burnin: int = 0):
+        self.n_runs, self.n_taxa, self.outgroup = n_runs, n_taxa, outgroup
+        self.minpartfreq, self.relburnin = minpartfreq, relburnin
+        self.burninfrac, self.burnin = burninfrac, burnin
+        self.samples: list[list[tuple[int, ...]]] = [[] for _ in range(n_runs)]
+
+    def add(self, run: int, splits: Iterable[int]) -> None:
+        """Record one sampled tree's normalised non-trivial splits (see `tree_splits`)."""
+        self.samples[run].append(tuple(splits))
+
+    def add_tree(self, run: int, tree) -> None:
+        self.add(run, tree_splits(tree, self.outgroup))
+
+    def n_discarded(self) -> int:
+        n = len(self.samples[0])
+        return int(self.burninfrac * n) if self.relburnin else self.burnin
+
+    def counts(self) -> tuple[list[int], np.ndarray, int]:
+        """(split keys, int[n_splits, n_runs] counts after burn-in, samples per run)."""
+        drop = self.n_discarded()
+        table: dict[int, list[int]] = {}
+        for r, trees in enumerate(self.samples):
+            for sp in trees[drop:]:
+                for s in sp:
+                    table.setdefault(s, [0] * self.n_runs)[r] += 1
+        keys = sorted(table)
+        arr = np.array([table[k] for k in keys], dtype=np.int64).reshape(len(keys), self.n_runs)
+        return keys, arr, max(len(self.samples[0]) - drop, 0)
+
+    def asdsf(self) -> tuple[float, float]:
+        """(average, maximum) std dev of split frequencies now; NaN average when no split qualifies."""
+        _, arr, n = self.counts()
+        if n <= 0 or arr.shape[0] == 0:
+            return float("nan"), 0.0
+        return asdsf_msdsf(arr, n, self.minpartfreq)
+
+
+def counts_from_runs(runs: Sequence[Sequence[Sequence[int]]], n_runs: int):
+    """Helper: split counts from per-run lists of split lists (already post burn-in)."""
+    table: dict[int, list[int]] = {}
+    for r, trees in enumerate(runs):
+        for sp in trees:
+            for s in sp:
+                table.setdefault(s, [0] * n_runs)[r] += 1
+    keys = sorted(table)
+    return keys, np.array([table[k] for k in keys], dtype=np.int64).reshape(len(keys), n_runs)

@@ -1,0 +1,85 @@
+"""Settings shared by sump and sumt: file stems, burn-in, number formats (`set precision/scientific`)."""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from engine.errors import InputFileError, Location
+
+
+@dataclass(frozen=True)
+class Burnin:
+    """MrBayes' burn-in rule: a fraction of the sampled rows (gen 0 included) or a fixed count."""
+
+    relative: bool
+    fraction: float
+    count: int
+
+    def discard(self, n_rows: int) -> int:
+        """Rows to drop from a file of `n_rows` samples (`(int)(fraction*n)` like MrBayes)."""
+        return int(self.fraction * n_rows) if self.relative else self.count
+
+    def describe(self, what: str) -> str:
+        if self.relative:
+            return "Using relative burnin ('relburnin=yes'), discarding the first %.0f %% of %s" % (
+                self.fraction * 100.0, what)
+        return "Using absolute burnin ('relburnin=no'), discarding the first %d %s" % (self.count, what)
+
+
+def burnin_of(params: dict) -> Burnin:
+    return Burnin(str(params.get("Relburnin", "Yes")).lower().startswith("y"),
+                  float(params.get("Burninfrac", 0.25)), int(params.get("Burnin", 0)))
+
+
+def number_format(settings) -> tuple[bool, int]:
+    """(scientific, precision) from `set`, MrBayes' defaults when unset."""
+    opts = getattr(settings, "options", None) or {}
+    sci = str(opts.get("Scientific", "Yes")).lower().startswith("y")
+    return sci, int(opts.get("Precision", 6))
+
+
+def mb_num(x: float, scientific: bool, precision: int) -> str:
+    """MrBayes' MbPrintNum: `%.{p}e` or `%.{p}f` (C's nan/inf spelling)."""
+    if not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return "%.*e" % (precision, x) if scientific else "%.*f" % (precision, x)
+
+
+def file_stem(settings, params: dict) -> str:
+    """The `Filename` parameter, else mcmc's Filename, else the data file's name (like analysis.py)."""
+    name = params.get("Filename") or ""
+    if not name:
+        mcmc = getattr(settings, "mcmc", None) or {}
+        name = mcmc.get("Filename") or os.path.basename(getattr(settings, "data_file", "") or "")
+    if not name:
+        raise InputFileError("no file name: give sump/sumt filename=... or execute a data file first")
+    opts = getattr(settings, "options", None) or {}
+    folder = opts.get("Dir") or ""
+    return os.path.join(folder, name) if folder and not os.path.isabs(name) else name
+
+
+def output_stem(settings, params: dict, stem: str) -> str:
+    out = params.get("Outputname") or ""
+    return out if out else stem
+
+
+def run_files(stem: str, nruns: int, ext: str) -> list[str]:
+    """`stem.ext` for one run, `stem.run<k>.ext` for several (MrBayes' naming)."""
+    if nruns == 1:
+        return ["%s.%s" % (stem, ext)]
+    return ["%s.run%d.%s" % (stem, k + 1, ext) for k in range(nruns)]
+
+
+def check_exists(path: str) -> None:
+    if not os.path.exists(path):
+        raise InputFileError("file not found (make sure that 'Nruns' and 'Filename' are set correctly)",
+                             Location(path))
+
+
+def emit(console, text: str) -> None:
+    """Print MrBayes-style text (with embedded newlines) line by line through the console."""
+    if text.endswith("\n"):
+        text = text[:-1]
+    for line in text.split("\n"):
+        console.print(line)

@@ -1,0 +1,512 @@
+"""`sumt`: split and tree summaries of .t files written as MrBayes 3.2.7a writes them.
+
+Files: `.parts` (key to splits), `.tstat` (split frequencies and their spread over runs), `.vstat`
+(branch-length summaries with PSRF), `.con.tre` (majority-rule / all-compatible consensus with
+FigTree annotations), `.trprobs` (trees by posterior probability). Splits are kept in MrBayes'
+order: a binary search tree of bitsets filled in tree-reading order, listed in preorder, filtered by
+`Minpartfreq`, then MrBayes' (unstable) quicksort by count, root and tips first.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from engine.diagnostics import mean_variance, psrf
+from engine.errors import InputFileError, Location
+from engine.output.tfile import read_tfile
+from engine.summary.common import (burnin_of, check_exists, emit, file_stem, mb_num, number_format,
+                                   output_stem, run_files)
+from engine.summary.sump import hpd_median
+
+
+class _Part:
+    __slots__ = ("bits", "count", "total", "lengths", "left", "right")
+
+    def __init__(self, bits: int, nruns: int):
+        self.bits, self.count, self.total = bits, [0] * nruns, 0
+        self.lengths: list[list[float]] = [[] for _ in range(nruns)]
+        self.left = self.right = None
+
+
+def _add(root, bits: int, run: int, length: float, nruns: int):
+    """AddSumtPartition: BST keyed by the bitset (smaller existing key -> go left)."""
+    if root is None:
+        root = _Part(bits, nruns)
+        node = root
+    else:
+        node = root
+        while node.bits != bits:
+            side = "left" if node.bits < bits else "right"
+            nxt = getattr(node, side)
+            if nxt is None:
+                nxt = _Part(bits, nruns)
+                setattr(node, side, nxt)
+            node = nxt
+    node.count[run] += 1
+    node.total += 1
+    node.lengths[run].append(length)
+    return root
+
+
+def _preorder(root) -> list:
+    out, stack = [], [root]
+    while stack:
+        r = stack.pop()
+        if r is not None:
+            out.append(r)
+            stack.append(r.right)
+            stack.append(r.left)
+    return out
+
+
+def _quicksort(items: list, left: int, right: int, key) -> None:
+    """MrBayes' SortPartCtr/SortTreeCtr: Hoare quicksort, descending by key (ties unstable)."""
+    i, j = left, right
+    x = key(items[(left + right) // 2])
+    while True:
+        while key(items[i]) > x and i < right:
+            i += 1
+        while x > key(items[j]) and j > left:
+            j -= 1
+        if i <= j:
+            items[i], items[j] = items[j], items[i]
+            i += 1
+            j -= 1
+        if i > j:
+            break
+    if left < j:
+        _quicksort(items, left, j, key)
+    if i < right:
+        _quicksort(items, i, right, key)
+
+
+def _sort_terminals(items: list, n_taxa: int) -> None:
+    """SortTerminalPartCtr: root first, then the tips in taxon order (among the top-count splits)."""
+    top = items[0].total
+    i = 0
+    while items[i].total == top:
+        if bin(items[i].bits).count("1") == n_taxa:
+            break
+        i += 1
+    if i != 0:
+        items[0], items[i] = items[i], items[0]
+    for i in range(1, n_taxa + 1):
+        j = i
+        while j < len(items) and items[j].total == top:
+            b = items[j].bits
+            if bin(b).count("1") == 1 and b == 1 << (i - 1):
+                break
+            j += 1
+        if j != i and j < len(items):
+            items[i], items[j] = items[j], items[i]
+
+
+def _summary(runs: list[list[float]], hpd: bool) -> dict:
+    """GetSummary over the runs' samples of one split's branch length."""
+    allv = np.array([v for r in runs for v in r], dtype=np.float64)
+    mean, var = mean_variance(allv)
+    lo, hi, med = hpd_median(allv, hpd)
+    ps = psrf(runs) if len(runs) > 1 else float("nan")
+    return dict(mean=mean, var=var, lower=lo, upper=hi, median=med, psrf=ps)
+
+
+def _tree_parts(node, parts_root, run, nruns, n_taxa, edges_iter):
+    """Add every node's split (tips, internal nodes and the root) in postorder of the written tree."""
+    for bits, length in edges_iter:
+        parts_root = _add(parts_root, bits, run, length, nruns)
+    return parts_root
+
+
+def _load(settings, params):
+    nruns = int(params.get("Nruns", 2))
+    stem = file_stem(settings, params)
+    burnin = burnin_of(params)
+    files = []
+    for p in run_files(stem, nruns, "t"):
+        check_exists(p)
+        files.append(read_tfile(p))
+    n_trees = len(files[0].trees)
+    for f in files[1:]:
+        if len(f.trees) != n_trees:
+            raise InputFileError("found %d trees in first file but %d trees in this file"
+                                 % (n_trees, len(f.trees)), Location(f.path))
+        if f.taxa != files[0].taxa:
+            raise InputFileError("translate block differs from that of %s" % files[0].path, Location(f.path))
+    drop = burnin.discard(n_trees)
+    if drop >= n_trees:
+        raise InputFileError("no trees are sampled as the burn-in exceeds the number of trees (%d)" % n_trees,
+                             Location(files[0].path))
+    return stem, burnin, files, drop
+
+
+def _count(files, drop, n_taxa):
+    """Split BST and topology counts over the post-burn-in trees of all runs."""
+    nruns, root, topo = len(files), None, {}
+    full = (1 << n_taxa) - 1
+    for r, f in enumerate(files):
+        for t in f.trees[drop:]:
+            root = _tree_parts(t.topology, root, r, nruns, n_taxa, t.lengths["edges"])
+            key = frozenset((b ^ full if b & 1 else b) for b, _ in t.lengths["edges"]
+                            if 2 <= bin(b).count("1") <= n_taxa - 2)
+            if key not in topo:
+                topo[key] = [0, t.topology]
+            topo[key][0] += 1
+    return root, topo
+
+
+def run_sumt(settings, console) -> dict:
+    """The `sumt` command: print MrBayes' summary and write .parts .tstat .vstat .con.tre .trprobs.
+
+    Returns {'parts': [(id, picture, counts)], 'asdsf': float, 'msdsf': float} for callers and tests.
+    """
+    params = dict(getattr(settings, "sumt", None) or {})
+    sci, prec = number_format(settings)
+    hpd = str(params.get("Hpd", "Yes")).lower().startswith("y")
+    minpart = float(params.get("Minpartfreq", 0.10))
+    halfcompat = str(params.get("Contype", "Halfcompat")).lower().startswith("h")
+    stem, burnin, files, drop = _load(settings, params)
+    out = output_stem(settings, params, stem)
+    taxa = files[0].taxa
+    n, nruns = len(taxa), len(files)
+    per_run = len(files[0].trees) - drop
+    sampled = per_run * nruns
+    root, topo = _count(files, drop, n)
+    parts = _preorder(root)
+    min_count = minpart * (sampled // nruns)
+    n_print = len(parts)
+    i = 0
+    while i < n_print:
+        if any(c >= min_count for c in parts[i].count):
+            i += 1
+        else:
+            n_print -= 1
+            parts[i], parts[n_print] = parts[n_print], parts[i]
+    _quicksort(parts, 0, n_print - 1, lambda p: p.total)
+    _sort_terminals(parts, n)
+    stamp = files[0].stamp
+    head = "[ID: %s]\n" % stamp if len(stamp) > 1 else ""
+    full = (1 << n) - 1
+    lines = _intro(stem, nruns, burnin, out, files, sampled, per_run, minpart, taxa)
+    parts_rows, screen_parts = [], []
+    width_id = max(int(math.log10(n_print)) + 1, 2)
+    for i in range(n_print):
+        x = parts[i]
+        if x.bits & 1:
+            x.bits ^= full
+        nb = bin(x.bits).count("1")
+        if nb == n or nb == 0:
+            continue
+        pic = "".join("*" if x.bits >> k & 1 else "." for k in range(n))
+        parts_rows.append("%d\t%s" % (i, pic))
+        screen_parts.append("   %*d -- %s" % (width_id, i, pic))
+    lines += ["", '   Key to taxon bipartitions (saved to file "%s.parts"):' % out, "",
+              "   %*s -- Partition" % (width_id, "ID"), "   " + "-" * min(width_id + 4 + n, 80)]
+    lines += screen_parts + ["   " + "-" * min(width_id + 4 + n, 80), ""]
+    _write(out + ".parts", head + "ID\tPartition\n" + "".join(r + "\n" for r in parts_rows))
+    tst, scr, sds = _tstat(parts[:n_print], n, nruns, per_run, sampled, sci, prec, width_id)
+    _write(out + ".tstat", head + tst)
+    lines += scr
+    vst, scr, psrfs = _vstat(parts[:n_print], nruns, hpd, sci, prec)
+    _write(out + ".vstat", head + vst)
+    lines += scr
+    avg_sd = sum(sds) / (n_print - n - 1) if n_print - n - 1 > 0 else float("nan")
+    max_sd = max(sds) if sds else 0.0
+    if nruns > 1:
+        ok = [p for p in psrfs if p == p and p <= 10.0]
+        mx = 10.0 if any(p > 10.0 for p in psrfs if p == p) else max(ok) if ok else 0.0
+        lines += ["   Summary statistics for partitions with frequency >= %1.2f in at least one run:" % minpart,
+                  "       Average standard deviation of split frequencies = %1.6f" % avg_sd,
+                  "       Maximum standard deviation of split frequencies = %1.6f" % max_sd,
+                  "       Average PSRF for parameter values (excluding NA and >10.0) = %1.3f"
+                  % (sum(ok) / len(ok) if ok else float("nan")),
+                  "       Maximum PSRF for parameter values = " + ("NA" if mx == 10.0 else "%1.3f" % mx)]
+    lines.append("")
+    allparts = parts[:]
+    _quicksort(allparts, 0, len(allparts) - 1, lambda p: p.total)
+    con = _consensus(allparts, n, sampled, halfcompat)
+    _write(out + ".con.tre", "#NEXUS\n" + head + _contree_text(con, allparts, taxa, per_run, halfcompat, hpd,
+                                                               sci, prec))
+    if str(params.get("Calctreeprobs", "Yes")).lower().startswith("y"):
+        text, scr = _trprobs(topo, taxa, sampled)
+        _write(out + ".trprobs", "#NEXUS\n" + head + text)
+        lines += scr
+    emit(console, "\n".join(lines))
+    return dict(parts=[(i, p.bits, list(p.count)) for i, p in enumerate(parts[:n_print])],
+                asdsf=avg_sd, msdsf=max_sd)
+
+
+def _write(path, text):
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InputFileError("cannot write summary file: %s" % exc.strerror, Location(path)) from None
+
+
+def _intro(stem, nruns, burnin, out, files, sampled, per_run, minpart, taxa):
+    total = len(files[0].trees)
+    first = ('   Summarizing trees in file "%s.t"' % stem if nruns == 1 else
+             '   Summarizing trees in files "%s.run1.t" and "%s.run2.t"' % (stem, stem) if nruns == 2 else
+             '   Summarizing trees in files "%s.run1.t", "%s.run2.t",...,"%s.run%d.t"' % (stem, stem, stem, nruns))
+    lines = [first, "   " + burnin.describe("sampled trees"),
+             "   Writing statistics to files %s.<parts|tstat|vstat|trprobs|con>" % out,
+             "   Examining first file ..." if nruns > 1 else "   Examining file ...",
+             '   Found one tree block in file "%s" with %d trees in last block' % (files[0].path, total)]
+    if nruns > 1:
+        lines.append("   Expecting the same number of trees in the last tree block of all files")
+    lines += ["", "   Tree reading status:", "",
+              "   0      10      20      30      40      50      60      70      80      90     100",
+              "   v-------v-------v-------v-------v-------v-------v-------v-------v-------v-------v",
+              "   " + "*" * 81, ""]
+    if nruns == 1:
+        lines.append("   Read %d trees from last tree block (sampling %d of them)" % (total, sampled))
+    else:
+        lines += ["   Read a total of %d trees in %d files (sampling %d of them)" % (total * nruns, nruns, sampled),
+                  "      (Each file contained %d trees of which %d were sampled)" % (total, per_run)]
+    lines += ["", "   List of taxa in bipartitions:", ""]
+    lines += ["   %4d -- %s" % (k + 1, t) for k, t in enumerate(taxa)]
+    return lines
+
+
+def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id):
+    """.tstat rows and the screen table for informative splits; also the std devs (for ASDSF)."""
+    wnum = max(int(math.log10(parts[0].total)) + 1, 4)
+    hdr = "   %*s   #obs" % (width_id, "ID") + " " * (wnum - 4) + "    Probab."
+    width = width_id + 3 + 4 + (wnum - 4) + 11
+    if nruns > 1:
+        hdr += "     Sd(s)+      Min(s)      Max(s)   Nruns "
+        width += 44
+    scr = ["   Summary statistics for informative taxon bipartitions",
+           '      (saved to file "%s"):' % "tstat", "", hdr, "   " + "-" * width]
+    rows = ["ID\t#obs\tProbability(=s)\tStddev(s)\tMin(s)\tMax(s)\tNruns" if nruns > 1 else
+            "ID\t#obs\tProbability(=s)"]
+    sds, unreliable = [], False
+    for i, x in enumerate(parts):
+        nb = bin(x.bits).count("1")
+        if nb <= 1 or nb == n or nb == n - 1:
+            continue
+        f = x.total / sampled
+        line = "   %*d  %*d    %1.6f" % (width_id, i, wnum, x.total, f)
+        row = "%d\t\t%d\t%s" % (i, x.total, mb_num(f, sci, prec))
+        sd = 0.0
+        if nruns > 1:
+            fs = [c / per_run for c in x.count]
+            s = sq = 0.0
+            for v in fs:
+                s += v
+                sq += v * v
+            var = (sq - s * s / nruns) / (nruns - 1)
+            sd = math.sqrt(var) if var > 0.0 else 0.0
+            k = sum(1 for c in x.count if c > 0)
+            lo, hi = min([1.0] + fs), max([0.0] + fs)
+            line += "    %1.6f    %1.6f    %1.6f  %3d" % (sd, lo, hi, k) + ("" if k == nruns else " *")
+            row += "\t%s\t%s\t%s\t%d" % (mb_num(sd, sci, prec), mb_num(lo, sci, prec), mb_num(hi, sci, prec), k)
+            unreliable |= k != nruns
+        sds.append(sd)
+        scr.append(line)
+        rows.append(row)
+    scr.append("   " + "-" * width)
+    if nruns > 1:
+        scr += ["   + Convergence diagnostic (standard deviation of split frequencies)",
+                "     should approach 0.0 as runs converge.", ""]
+    if unreliable:
+        scr.append("   * The partition was not found in all runs so the values are unreliable")
+    return "".join(r + "\n" for r in rows), scr, sds
+
+
+def _vstat(parts, nruns, hpd, sci, prec):
+    """.vstat rows (length[i] for every printed split but the root) and the screen table."""
+    longest = max(9, int(math.log10(len(parts))) + 3 + len("tree") + 2)
+    pad = " " * max(1, longest - 9)
+    width = 68 + longest - 9 + (17 if nruns > 1 else 0)
+    scr = ["", "   Summary statistics for branch and node parameters", '      (saved to file "vstat"):', "",
+           "   %*c                              95%% HPD Interval" % (longest, " ") if hpd else
+           "   %*c                             95%% Cred. Interval" % (longest, " "),
+           "   %*c                            --------------------" % (longest, " "),
+           "   Parameter" + pad + "     Mean       Variance     Lower       Upper       Median" +
+           ("     PSRF+  Nruns" if nruns > 1 else ""), "   " + "-" * width]
+    head = "Parameter\tMean\tVariance\t" + ("CredInt_Lower\tCredInt_Upper" if hpd else "HPD_Lower\tHPD_Upper") + \
+        "\tMedian" + ("\tPSRF\tNruns" if nruns > 1 else "") + "\n"
+    rows, psrfs = [head], []
+    for i in range(1, len(parts)):
+        x = parts[i]
+        name = "length[%d]" % i
+        st = _summary([r for r in x.lengths], hpd)
+        line = "   %-*s  %10.6f  %10.6f  %10.6f  %10.6f  %10.6f" % (longest, name, st["mean"], st["var"],
+                                                                   st["lower"], st["upper"], st["median"])
+        row = name + "".join("\t" + mb_num(st[k], sci, prec) for k in ("mean", "var", "lower", "upper", "median"))
+        if nruns > 1:
+            k = sum(1 for c in x.count if c > 0)
+            p = st["psrf"] if k == nruns else float("nan")
+            if p != p:
+                line += "     NA    %3d" % k
+                row += "\tNA\t%d" % k
+            elif p > 10.0:
+                line += "    >10.0  %3d" % k
+                row += "\tNA\t%d" % k
+            else:
+                line += "  %7.3f  %3d" % (p, k)
+                row += "\t%s\t%d" % (mb_num(p, sci, prec), k)
+            psrfs.append(p)
+            if k != nruns:
+                line += " *"
+        scr.append(line)
+        rows.append(row + "\n")
+    scr.append("   " + "-" * width)
+    if nruns > 1:
+        scr += ["   + Convergence diagnostic (PSRF = Potential Scale Reduction Factor; Gelman",
+                "     and Rubin, 1992) should approach 1.0 as runs converge. NA is reported when",
+                "     deviation of parameter values within all runs is 0 or when a parameter",
+                "     value (a branch length, for instance) is not sampled in all runs."]
+    scr += ["", ""]
+    return "".join(rows), scr, psrfs
+
+
+class _Node:
+    __slots__ = ("kids", "anc", "tip", "x", "bits", "part", "length")
+
+    def __init__(self, tip, x, bits):
+        self.kids, self.anc, self.tip, self.x, self.bits = [], None, tip, x, bits
+        self.part, self.length = None, -1.0
+
+
+def _consensus(parts, n, sampled, halfcompat):
+    """ConTree: resolve a bush by splits in order of frequency, skipping incompatible ones."""
+    full = (1 << n) - 1
+    root = _Node(None, n, full)
+    tips = [_Node(k, 1, 1 << k) for k in range(n)]
+    for t in tips:
+        t.anc = root
+        root.kids.append(t)
+    n_nodes, target, n_tips_seen = n + 1, 2 * n - 3, 0
+    for x in parts:
+        if n_nodes > target and n_tips_seen == n:
+            break
+        freq = x.total / sampled
+        if freq < 0.50 and halfcompat:
+            break
+        bits = x.bits ^ full if x.bits & 1 else x.bits
+        nb = bin(bits).count("1")
+        if nb == n or nb == 0:
+            root.part = x
+        elif nb > 1 and nb != n - 1:
+            low = (bits & -bits).bit_length() - 1
+            p = tips[low]
+            while p is not None and p.x <= nb:
+                p = p.anc
+            if p.anc is not None and bits | p.bits != p.bits:
+                continue
+            if any(q.x > 1 and not (q.bits & bits == 0 or q.bits | bits in (bits, q.bits)) for q in p.kids):
+                continue
+            q = _Node(None, nb, bits)
+            q.part = x
+            q.length = _summary(x.lengths, True)["median"]
+            inside = [r for r in p.kids if r.bits | bits == bits]
+            p.kids = [r for r in p.kids if r.bits | bits != bits] + [q]
+            for r in inside:
+                r.anc = q
+            q.kids, q.anc = inside, p
+            n_nodes += 1
+        else:
+            j = 0 if nb == n - 1 else (bits & -bits).bit_length() - 1
+            tips[j].part = x
+            tips[j].length = _summary(x.lengths, True)["median"]
+            n_tips_seen += 1
+    _order_tips(root)
+    return root
+
+
+def _order_tips(node) -> int:
+    """Order children by the smallest taxon index below them (MrBayes' OrderTips)."""
+    if node.tip is not None:
+        return node.tip
+    keyed = sorted(((_order_tips(k), k) for k in node.kids), key=lambda t: t[0])
+    node.kids = [k for _, k in keyed]
+    return keyed[0][0]
+
+
+def _node_info(x, length, per_run, nruns, hpd, sci, prec):
+    """PrintFigTreeNodeInfo: support annotations, the median length, the length annotations."""
+    sup = [c / per_run for c in x.count]
+    if nruns > 1:
+        mean, var = mean_variance(sup)
+        sd = math.sqrt(var)
+        pc, sdp = int(100.0 * mean + 0.5), int(100.0 * sd + 0.5)
+        s = ('[&prob=%.8e,prob_stddev=%.8e,prob_range={%.8e,%.8e},prob(percent)="%d",prob+-sd="%d+-%d"'
+             % (mean, sd, min(sup), max(sup), pc, pc, sdp))
+    else:
+        s = '[&prob=%.8e,prob(percent)="%d"' % (sup[0], int(100.0 * sup[0] + 0.5))
+    s += "]"
+    if length >= 0.0:
+        s += ":" + mb_num(length, sci, prec)
+    st = _summary(x.lengths, hpd)
+    s += "[&length_mean=%.8e,length_median=%.8e,length_95%%%s={%.8e,%.8e}]" % (
+        st["mean"], st["median"], "HPD" if hpd else "CredInt", st["lower"], st["upper"])
+    return s
+
+
+def _contree_text(root, parts, taxa, per_run, halfcompat, hpd, sci, prec):
+    nruns = len(parts[0].count)
+
+    def write(v) -> str:
+        body = "%d" % (v.tip + 1) if v.tip is not None else "(" + ",".join(write(k) for k in v.kids) + ")"
+        return body + (_node_info(v.part, v.length, per_run, nruns, hpd, sci, prec) if v.part is not None else "")
+
+    text = "begin taxa;\n\tdimensions ntax=%d;\n\ttaxlabels\n" % len(taxa)
+    text += "".join("\t\t%s\n" % t for t in taxa) + "\t\t;\nend;\nbegin trees;\n\ttranslate\n"
+    text += "".join("\t\t%d\t%s%s\n" % (k + 1, t, "" if k == len(taxa) - 1 else ",") for k, t in enumerate(taxa))
+    text += "\t\t;\n   tree %s = [&U] " % ("con_50_majrule" if halfcompat else "con_all_compat")
+    text += "(" + ",".join(write(k) for k in root.kids) + ");\nend;\n"
+    return text
+
+
+def _topology_string(topo, n) -> str:
+    """Newick of a sampled topology rerooted at taxon 1 (written last), 1-based tip numbers."""
+    def rec(v):
+        return str(v + 1) if isinstance(v, int) else "(" + ",".join(rec(c) for c in v) + ")"
+
+    def contains(v, t):
+        return v == t if isinstance(v, int) else any(contains(c, t) for c in v)
+
+    def reroot(v):
+        # return the subtree hanging from the outgroup's neighbour, as children list
+        kids = list(v)
+        for i, c in enumerate(kids):
+            if contains(c, 0):
+                if c == 0:
+                    return kids[:i] + kids[i + 1:]
+                rest = kids[:i] + kids[i + 1:]
+                inner = reroot(c)
+                return inner + [tuple(rest) if len(rest) > 1 else rest[0]]
+        return kids
+
+    return "(" + ",".join(rec(c) for c in reroot(topo)) + ",1)"
+
+
+def _trprobs(topo, taxa, sampled):
+    """Trees sorted by posterior probability with cumulative probability; credible-set counts."""
+    items = sorted(topo.values(), key=lambda v: -v[0])
+    text = ('[This file contains the trees that were found during the MCMC\nsearch, sorted by posterior '
+            'probability. "p" indicates the\nposterior probability of the tree whereas "P" indicates the\n'
+            'cumulative posterior probability.]\n\nbegin trees;\n   translate\n')
+    text += "".join("   %2d %s%s\n" % (k + 1, t, ";" if k == len(taxa) - 1 else ",") for k, t in enumerate(taxa))
+    cum, sets = 0.0, [0] * 5
+    for num, (count, t) in enumerate(items):
+        p = count / sampled
+        cum += p
+        sets[0 if cum < 0.5 else 1 if cum < 0.9 else 2 if cum < 0.95 else 3 if cum < 0.99 else 4] += 1
+        text += "   tree tree_%d [p = %1.3f, P = %1.3f] = [&W %1.6f] %s;\n" % (
+            num + 1, p, cum, p, _topology_string(t, len(taxa)))
+    text += "end;\n"
+    total = sum(sets)
+    scr = ["   Calculating tree probabilities...", "",
+           "   Credible sets of trees (%d tree%s sampled):" % (total, "" if total == 1 else "s")]
+    acc = 0
+    for frac, k in zip((50, 90, 95, 99), range(4)):
+        acc += sets[k]
+        if acc and sets[k]:
+            scr.append("      %d %% credible set contains %d tree%s" % (frac, acc, "" if acc == 1 else "s"))
+    if acc + sets[4] and (sets[4] or acc == 0):
+        scr.append("      99 %% credible set contains %d tree%s" % (total, "" if total == 1 else "s"))
+    return text, scr

@@ -1,0 +1,117 @@
+"""Undirected views of a Tree for rewiring moves, and the way back to a parent array with stable ids.
+
+Moves rewire an adjacency (node -> {neighbour: branch length}); `to_tree` re-directs it away from the
+old root node, so node ids never change, the root stays the same trifurcating node, and only edges on
+the path between the old and new attachment points change direction.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from engine.tree import Tree
+
+Adjacency = list[dict[int, float]]
+
+
+def undirected(tree: Tree) -> Adjacency:
+    """adj[v] = {w: length of edge v-w} for every edge of the tree."""
+    adj: Adjacency = [dict() for _ in range(tree.n_nodes)]
+    for v, p in enumerate(tree.parent.tolist()):
+        if p >= 0:
+            length = float(tree.brlen[v])
+            adj[v][p] = length
+            adj[p][v] = length
+    return adj
+
+
+def to_tree(template: Tree, adj: Adjacency) -> Tree:
+    """Direct `adj` away from template's root node; ids and n_tips are kept."""
+    root = template.root
+    parent = np.full(template.n_nodes, -1, dtype=np.int64)
+    brlen = np.zeros(template.n_nodes)
+    seen = {root}
+    stack = [root]
+    while stack:
+        v = stack.pop()
+        for w, length in adj[v].items():
+            if w not in seen:
+                seen.add(w)
+                parent[w] = v
+                brlen[w] = length
+                stack.append(w)
+    assert len(seen) == template.n_nodes, "rewired tree is disconnected"
+    return Tree(template.n_tips, parent, brlen)
+
+
+def link(adj: Adjacency, a: int, b: int, length: float) -> None:
+    adj[a][b] = length
+    adj[b][a] = length
+
+
+def unlink(adj: Adjacency, a: int, b: int) -> float:
+    length = adj[a].pop(b)
+    del adj[b][a]
+    return length
+
+
+def prune(adj: Adjacency, w: int, keep: int, ahead: int, behind: int) -> tuple[float, float]:
+    """Remove degree-3 node w from between `ahead` and `behind` (w stays linked to `keep`).
+
+    The joined edge ahead-behind takes the length of w-behind; returns (w-behind, w-ahead) lengths.
+    """
+    assert set(adj[w]) == {keep, ahead, behind}
+    l_behind = unlink(adj, w, behind)
+    l_ahead = unlink(adj, w, ahead)
+    link(adj, ahead, behind, l_behind)
+    return l_behind, l_ahead
+
+
+def regraft(adj: Adjacency, w: int, x: int, y: int, len_xw: float) -> None:
+    """Insert w into edge x-y: x-w gets `len_xw`, w-y keeps the old length of x-y."""
+    old = unlink(adj, x, y)
+    link(adj, x, w, len_xw)
+    link(adj, w, y, old)
+
+
+def check_tree(tree: Tree, lo: float = 0.0, hi: float = np.inf) -> None:
+    """Assert an unrooted binary tree: trifurcating root, binary internal nodes, tips 0..n-1 leaves,
+    connected, every branch length finite and within [lo, hi] (and > 0)."""
+    n, kids = tree.n_tips, tree.children()
+    assert tree.n_nodes == 2 * n - 2, "wrong node count"
+    root = tree.root
+    assert root >= n and len(kids[root]) == 3, "root must be an internal node with three children"
+    for v in range(tree.n_nodes):
+        if v < n:
+            assert not kids[v], "tip %d has children" % v
+        elif v != root:
+            assert len(kids[v]) == 2, "internal node %d has %d children" % (v, len(kids[v]))
+    assert tree.postorder().size == tree.n_nodes
+    b = tree.brlen[tree.parent >= 0]
+    assert np.all(np.isfinite(b)) and np.all(b > 0.0), "non-positive branch length"
+    assert np.all(b >= lo) and np.all(b <= hi), "branch length out of bounds"
+
+
+def dirty_nodes(old: Tree, new: Tree) -> np.ndarray:
+    """Internal nodes of `new` whose conditional likelihoods must be recomputed after the proposal.
+
+    A node is dirty when it gained or lost a child, a child's branch changed, or a child is dirty.
+    Returned in postorder of `new` (children first), so it can be fed to the likelihood as is.
+    """
+    changed = np.flatnonzero((old.parent != new.parent) | (old.brlen != new.brlen))
+    seeds = set(new.parent[changed].tolist()) | set(old.parent[changed].tolist())
+    seeds.discard(-1)
+    dirty: set[int] = set()
+    for v in seeds:
+        while v >= 0 and v not in dirty:
+            dirty.add(v)
+            v = int(new.parent[v])
+    order = [v for v in new.postorder().tolist() if v in dirty and v >= new.n_tips]
+    return np.array(order, dtype=np.int64)
+
+
+def path_to_root(tree: Tree, v: int) -> list[int]:
+    """v and its ancestors, ending at the root."""
+    out = [v]
+    while tree.parent[out[-1]] >= 0:
+        out.append(int(tree.parent[out[-1]]))
+    return out

@@ -1,0 +1,149 @@
+"""ParsSPR(Tau,V): SPR with the regraft point drawn by parsimony (MrBayes Move_ParsSPR).
+
+A branch u-s (not the anchor tip's branch) is drawn uniformly; the subtree S on s's side (away from the
+anchor) is pruned with its attachment node u, leaving the rest R with u's two other branches joined.
+Every other branch x-y of R is a candidate; its cost is the weighted number of patterns where S's
+downpass set misses the union of the final Fitch sets at x and y, with pattern weights randomly
+perturbed (each site -1 or +1 with probability r) and each partition's cost scaled by
+-warp * log(1/k - exp(-k/(k-1) v_t rate)/k). A candidate is drawn with probability exp(-cost)/sum.
+The reverse move prunes the same S from the same R, so log Hastings = log P(back) - log P(forth)
+computed with the same perturbed weights. Lengths: the joined branch keeps u's length on the far side,
+u carries its near-side branch to the near end x of the target (x-u), u-y keeps x-y's length; then
+the joined branch, x-u and u-y are multiplied (lambda).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from engine.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
+from engine.moves.graph import Adjacency, link, path_to_root, to_tree, undirected, unlink
+from engine.moves.parsimony import downpass, final_sets, infer_n_states, rooted_order
+from engine.tree import Tree
+
+
+def perturbed_weights(weights: np.ndarray, r: float, rng: np.random.Generator) -> np.ndarray:
+    """Each of a pattern's sites adds -1 with probability r and +1 with probability r (MrBayes)."""
+    count = np.maximum(np.ceil(np.asarray(weights, float) - 1e-9), 0).astype(np.int64)
+    if r <= 0.0:
+        return np.asarray(weights, float)
+    up = rng.binomial(count, r)
+    down = rng.binomial(count - up, r / (1.0 - r))
+    return np.asarray(weights, float) + up - down
+
+
+def _attachment(tree: Tree, rng: np.random.Generator, anchor: int) -> tuple[int, int]:
+    """(u, s): a uniform branch other than the anchor's; u is its end toward the anchor."""
+    on_path = set(path_to_root(tree, anchor))
+    edges = [v for v in np.flatnonzero(tree.parent >= 0).tolist() if v != anchor]
+    v = edges[int(rng.random() * len(edges))]
+    p = int(tree.parent[v])
+    return (v, p) if v in on_path else (p, v)
+
+
+class ParsSPR(Move):
+    name = "ParsSPR(Tau,V)"
+    weight = 5.0
+
+    @classmethod
+    def default_tuning(cls) -> dict[str, float]:
+        return {"warp": 0.1, "r": 0.05, "v_t": 0.03, "lambda": 0.098}
+
+    def _costs(self, adj: Adjacency, s: int, candidates: list[tuple[int, int]], ctx: MoveContext,
+               rng: np.random.Generator) -> np.ndarray:
+        """Cost of each candidate branch (x, y) of R for regrafting S (rooted at s)."""
+        n = ctx.n_tips
+        cost = np.zeros(len(candidates))
+        for i, (masks, weights) in enumerate(ctx.pattern_masks):
+            masks = np.asarray(masks, dtype=np.uint32)
+            k = ctx.n_states[i] if ctx.n_states else infer_n_states(masks)
+            rate = ctx.rate_mults[i] if ctx.rate_mults else 1.0
+            factor = -self.tuning["warp"] * math.log(1.0 / k - math.exp(-k / (k - 1.0) * self.tuning["v_t"]
+                                                                          * rate) / k)
+            w = perturbed_weights(weights, self.tuning["r"], rng)
+            final = final_sets(adj, ctx.anchor, masks, n)
+            s_set = downpass(adj, s, masks, n)[s]
+            for j, (x, y) in enumerate(candidates):
+                miss = ((final[x] | final[y]) & s_set) == 0
+                cost[j] += factor * float(w[miss].sum())
+        return cost
+
+    def propose(self, tree: Tree, rng: np.random.Generator, ctx: MoveContext) -> Proposal:
+        n = tree.n_tips
+        u, s = _attachment(tree, rng, ctx.anchor)
+        adj = undirected(tree)
+        a, b = (z for z in adj[u] if z != s)
+        if a < n and b < n:
+            return aborted(tree)
+        la, lb = unlink(adj, u, a), unlink(adj, u, b)
+        link(adj, a, b, 0.0)                      # R's joined branch; length set below
+        order, parent = rooted_order(adj, ctx.anchor)
+        candidates = [(parent[y], y) for y in order[1:]]
+        joined = next(j for j, (x, y) in enumerate(candidates) if {x, y} == {a, b})
+        ls = unlink(adj, u, s)                    # S alone, for its downpass set
+        cost = self._costs(adj, s, candidates, ctx, rng) if ctx.pattern_masks else np.zeros(len(candidates))
+        link(adj, u, s, ls)
+        logw = cost.min() - cost
+        forth = np.exp(logw)
+        forth[joined] = 0.0
+        c = int(np.searchsorted(np.cumsum(forth), rng.random() * forth.sum(), side="right"))
+        c = min(c, len(candidates) - 1)
+        while forth[c] == 0.0:
+            c -= 1
+        back = np.exp(logw)
+        back[c] = 0.0
+        log_h = (logw[joined] - math.log(back.sum())) - (logw[c] - math.log(forth.sum()))
+        x, y = candidates[c]
+        log_h += self._rewire(adj, u, a, b, la, lb, x, y, rng, brlen_bounds(ctx.brlens_prior))
+        prop = make_proposal(tree, to_tree(tree, adj), log_h)
+        prop.detail = {"subtree": s, "attach": u}
+        return prop
+
+    def _rewire(self, adj: Adjacency, u: int, a: int, b: int, la: float, lb: float, x: int, y: int,
+                rng: np.random.Generator, bounds: tuple[float, float]) -> float:
+        """Regraft u into R's branch x-y with the near/far length bookkeeping and three multipliers."""
+        near_a = _side_contains(adj, a, b, x)      # is the target on a's side of the joined branch?
+        near, far, l_near, l_far = (a, b, la, lb) if near_a else (b, a, lb, la)
+        if _distance(adj, near, far, y) < _distance(adj, near, far, x):
+            x, y = y, x                               # x is the end of the target nearer to the joined branch
+        lam = self.tuning["lambda"]
+        log_h = 0.0
+        new_far, lh = multiply(l_far, lam, rng, *bounds)
+        log_h += lh
+        link(adj, near, far, new_far)
+        l_xy = unlink(adj, x, y)
+        new_near, lh = multiply(l_near, lam, rng, *bounds)
+        log_h += lh
+        new_xy, lh = multiply(l_xy, lam, rng, *bounds)
+        log_h += lh
+        link(adj, x, u, new_near)
+        link(adj, u, y, new_xy)
+        return log_h
+
+
+def _side_contains(adj: Adjacency, start: int, blocked: int, target: int) -> bool:
+    """Whether `target` is reachable from `start` without crossing to `blocked`."""
+    seen, stack = {start, blocked}, [start]
+    while stack:
+        v = stack.pop()
+        if v == target:
+            return True
+        for w in adj[v]:
+            if w not in seen:
+                seen.add(w)
+                stack.append(w)
+    return False
+
+
+def _distance(adj: Adjacency, start: int, blocked: int, target: int) -> int:
+    """Edges from `start` to `target` not crossing to `blocked` (target on start's side)."""
+    dist, frontier = {start: 0, blocked: -1}, [start]
+    for v in frontier:
+        if v == target:
+            return dist[v]
+        for w in adj[v]:
+            if w not in dist:
+                dist[w] = dist[v] + 1
+                frontier.append(w)
+    raise AssertionError("target not on this side")

@@ -1,0 +1,439 @@
+"""The CUDA likelihood backend: the protocol of engine.likelihood.protocol on one GPU (pycuda).
+
+A drop-in replacement for NumpyBackend with the same buffers and semantics (natural-log scale
+buffers, dest_scale_read, the edge child of a trifurcating root), kept on the device: partials
+float64[n_partials, C, P, S] (or float32 with precision='single'), matrices [n_matrices, C, S, S],
+float64 scale buffers. Kernels come from likelihood_partials.cu, likelihood_root.cu and
+likelihood_matrices.cu, compiled once per (states, categories, precision). Memory is planned before
+allocating (engine.cuda.memory_plan). `update_partials` runs one launch per dependency level of the
+ops (many nodes and chains per launch); `update_transition_matrices_many` and `root_log_likelihoods`
+are the batched forms of the per-chain calls. pycuda is imported inside functions only.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from engine.errors import DeviceError
+from engine.likelihood.protocol import NONE, InstanceSpec
+
+from .batch import root_job_arrays, schedule_levels, scale_job_arrays
+from .memory_plan import check_fits, plan_instance, real_bytes
+
+MAX_GRID_Y = 65535
+PARTIAL_BLOCK_THREADS = 256
+ROOT_BLOCK = 256
+CHUNK = 1 << 30
+WIDE_STATES = 12             # from this state count on, partials go through a shared output tile (WIDE)
+
+
+def kernel_defines(n_states: int, n_categories: int, precision: str, pattern_block: int | None = None,
+                   min_blocks: int | None = None) -> dict:
+    """The -D flags of one kernel variant (shared by the three likelihood sources)."""
+    if pattern_block is None:
+        pattern_block = default_pattern_block(n_states, n_categories)
+    if min_blocks is None:
+        min_blocks = 2 if n_states >= WIDE_STATES and precision == "double" else 1
+    return {"STATES": n_states, "CATEGORIES": n_categories, "REAL": "double" if precision == "double" else "float",
+            "PATTERN_BLOCK": pattern_block, "MIN_BLOCKS": min_blocks}
+
+
+def default_pattern_block(n_states: int, n_categories: int) -> int:
+    """Patterns per block: a multiple of 32, about 256 threads (block shapes measured on an H200)."""
+    return max(32, (PARTIAL_BLOCK_THREADS // n_categories) // 32 * 32)
+
+
+def matrix_stride(n_states: int, real: int) -> int:
+    """Padded row length of a matrix in shared memory (MSTRIDE of likelihood.cuh)."""
+    vw = 16 // real
+    return ((n_states + 1 + vw - 1) // vw) * vw
+
+
+class CudaBackend:
+    """One likelihood instance on one GPU; see the module docstring and engine.likelihood.protocol."""
+
+    def __init__(self, spec: InstanceSpec, *, device=None, precision: str = "double",
+                 pattern_block: int | None = None, min_blocks: int | None = None, chains: int = 1):
+        from .context import Device, open_device
+
+        if spec.n_categories > 32 or spec.n_states > 64:
+            raise DeviceError("the CUDA backend supports at most 32 rate categories and 64 states "
+                              "(got %d and %d); use usebeagle=no" % (spec.n_categories, spec.n_states))
+        self.spec = spec
+        self.precision = precision
+        self.real = real_bytes(precision)
+        self.dtype = np.float64 if precision == "double" else np.float32
+        self.dev = device if isinstance(device, Device) else open_device(device)
+        self.chains = chains
+        self.defines = kernel_defines(spec.n_states, spec.n_categories, precision, pattern_block, min_blocks)
+        self.pattern_block = self.defines["PATTERN_BLOCK"]
+        self.tip_states = np.full((spec.n_tips, spec.n_patterns), spec.n_states, dtype=np.uint8)
+        self.tip_partials: list[np.ndarray | None] = [None] * spec.n_tips
+        self.category_rates = np.ones(spec.n_categories)
+        self._tips_dirty = True
+        self._compat_ready = False
+        self._schedule_cache: dict = {}
+        self._scratch: dict = {}
+        self.blocks_per_sm = 16            # pattern tiles are spread over about this many blocks per SM
+        with self.dev:
+            self._load_kernels()
+            self._allocate()
+
+    # ------------------------------------------------------------------ setup
+    def _load_kernels(self) -> None:
+        import pycuda.driver as drv
+
+        from .compiler import load_module
+
+        self._modules = [load_module(self.dev, name, self.defines) for name in
+                         ("likelihood_partials.cu", "likelihood_root.cu", "likelihood_matrices.cu")]
+        self.k_partials = self._modules[0].get_function("update_partials")
+        self.k_partials.prepare("PqqqPPPPPP")
+        self.k_root = self._modules[1].get_function("root_lnl")
+        self.k_root.prepare("PPqqPPPPPPPPPP")
+        self.k_scale = self._modules[1].get_function("scale_jobs")
+        self.k_scale.prepare("PqPP")
+        self.k_matrices = self._modules[2].get_function("transition_matrices")
+        self.k_matrices.prepare("qPPPPPP")
+        s, c, r = self.spec.n_states, self.spec.n_categories, self.real
+        self.mat_shared = c * s * matrix_stride(s, r) * r
+        self.partials_shared = 2 * self.mat_shared + c * self.pattern_block * r
+        if s >= WIDE_STATES:                  # the output tile of the wide-row path (likelihood_partials.cu)
+            self.partials_shared += c * self.pattern_block * (s + 1) * r
+        for fn, size in ((self.k_partials, self.partials_shared), (self.k_root, self.mat_shared)):
+            if size > 48 * 1024:
+                fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, size)
+        self.n_sm = self.dev.device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
+
+    def _allocate(self) -> None:
+        import pycuda.driver as drv
+
+        spec = self.spec
+        plan = plan_instance(spec, self.precision)
+        free, total = drv.mem_get_info()
+        check_fits(plan, free, total, "GPU %d (%s)" % (self.dev.index, self.dev.device.name()), self.chains)
+        c, p, s = spec.n_categories, spec.n_patterns, spec.n_states
+        self.d_partials = self._zeros(self.real * spec.n_partials * c * p * s)
+        self.d_matrices = self._zeros(self.real * spec.n_matrices * c * s * s)
+        self.d_scale = self._zeros(8 * spec.n_scale_buffers * p)
+        self.d_weights = self._zeros(8 * p)
+        self.d_tip_states = self._zeros(spec.n_tips * p)
+        self.d_tip_index = self._zeros(8 * spec.n_tips)
+        self.d_tip_partials = None
+        self.d_compat = None
+        drv.memcpy_htod(self.d_weights, np.ones(p))
+
+    def _zeros(self, nbytes: int):
+        """A zero-filled device allocation (memset in chunks: sizes beyond 4 GiB are fine)."""
+        import pycuda.driver as drv
+
+        buf = drv.mem_alloc(max(int(nbytes), 16))
+        base, left = int(buf), max(int(nbytes), 16)
+        while left > 0:
+            n = min(left, CHUNK)
+            drv.memset_d8(base, 0, n)
+            base, left = base + n, left - n
+        return buf
+
+    def _work(self, name: str, nbytes: int):
+        """A reusable device work buffer of at least `nbytes` (grown on demand)."""
+        import pycuda.driver as drv
+
+        buf = self._scratch.get(name)
+        if buf is None or buf[1] < nbytes:
+            buf = (drv.mem_alloc(max(int(nbytes), 16)), max(int(nbytes), 16))
+            self._scratch[name] = buf
+        return buf[0]
+
+    def _upload(self, name: str, array: np.ndarray):
+        """Copy a host array into the work buffer `name`; returns the device pointer (int)."""
+        import pycuda.driver as drv
+
+        array = np.ascontiguousarray(array)
+        buf = self._work(name, array.nbytes)
+        if array.nbytes:
+            drv.memcpy_htod(buf, array)
+        return int(buf)
+
+    # ------------------------------------------------------------------ data
+    def set_tip_states(self, tip: int, states: np.ndarray) -> None:
+        states = np.asarray(states)
+        assert states.shape == (self.spec.n_patterns,)
+        self.tip_states[tip] = np.minimum(states, self.spec.n_states).astype(np.uint8)
+        self.tip_partials[tip] = None
+        self._tips_dirty = True
+
+    def set_tip_partials(self, tip: int, partials: np.ndarray) -> None:
+        partials = np.asarray(partials, dtype=np.float64)
+        assert partials.shape == (self.spec.n_patterns, self.spec.n_states)
+        self.tip_partials[tip] = np.ascontiguousarray(partials)
+        self._tips_dirty = True
+
+    def set_pattern_weights(self, weights: np.ndarray) -> None:
+        import pycuda.driver as drv
+
+        w = np.ascontiguousarray(np.asarray(weights, dtype=np.float64))
+        assert w.shape == (self.spec.n_patterns,)
+        with self.dev:
+            drv.memcpy_htod(self.d_weights, w)
+
+    def set_category_rates(self, rates: np.ndarray) -> None:
+        rates = np.asarray(rates, dtype=np.float64)
+        assert rates.shape == (self.spec.n_categories,)
+        self.category_rates = rates.copy()
+
+    def _sync_tips(self) -> None:
+        """Upload tip states, tip partials and the tip index after the tips changed (inside the context)."""
+        import pycuda.driver as drv
+
+        if not self._tips_dirty:
+            return
+        spec = self.spec
+        drv.memcpy_htod(self.d_tip_states, np.ascontiguousarray(self.tip_states))
+        with_partials = [t for t in range(spec.n_tips) if self.tip_partials[t] is not None]
+        index = np.full(spec.n_tips, -1, dtype=np.int64)
+        index[with_partials] = np.arange(len(with_partials))
+        drv.memcpy_htod(self.d_tip_index, index)
+        self.d_tip_partials = None
+        if with_partials:
+            free, total = drv.mem_get_info()
+            plan = plan_instance(InstanceSpec(spec.n_tips, 0, spec.n_patterns, spec.n_states, 1, 0, 0),
+                                 self.precision, tip_partial_tips=len(with_partials))
+            check_fits(plan, free, total, "GPU %d" % self.dev.index, self.chains)
+            self.d_tip_partials = drv.mem_alloc(self.real * len(with_partials) * spec.n_patterns * spec.n_states)
+            for k, t in enumerate(with_partials):
+                nbytes = self.real * spec.n_patterns * spec.n_states
+                drv.memcpy_htod(int(self.d_tip_partials) + k * nbytes, self.tip_partials[t].astype(self.dtype))
+        self._tips_dirty = False
+        self._compat_ready = False
+
+    def _tip_partials_ptr(self) -> int:
+        return int(self.d_tip_partials) if self.d_tip_partials is not None else int(self.d_partials)
+
+    # ------------------------------------------------------------------ matrices
+    def update_transition_matrices(self, eigen, matrix_indices: np.ndarray, edge_lengths: np.ndarray) -> None:
+        self.update_transition_matrices_many([(eigen, self.category_rates, matrix_indices, edge_lengths)])
+
+    def update_transition_matrices_many(self, groups) -> None:
+        """One launch for [(eigen, category_rates, matrix_indices, edge_lengths)] (e.g. one per chain)."""
+        s, c = self.spec.n_states, self.spec.n_categories
+        idx, lengths, eig_of, eigens, rates = [], [], [], [], []
+        for e, (eigen, cat_rates, indices, edges) in enumerate(groups):
+            ind = np.asarray(indices, dtype=np.int64).ravel()
+            idx.append(ind)
+            lengths.append(np.asarray(edges, dtype=np.float64).ravel())
+            eig_of.append(np.full(ind.size, e, dtype=np.int64))
+            eigens.append(np.concatenate([np.asarray(eigen.values, dtype=np.float64).ravel(),
+                                          np.asarray(eigen.vectors, dtype=np.float64).ravel(),
+                                          np.asarray(eigen.inverse, dtype=np.float64).ravel()]))
+            rates.append(np.asarray(cat_rates, dtype=np.float64).ravel())
+        n = int(sum(i.size for i in idx))
+        if n == 0:
+            return
+        assert all(r.size == c for r in rates) and all(e.size == s + 2 * s * s for e in eigens)
+        ints = np.concatenate(idx + eig_of)
+        reals = np.concatenate(lengths + eigens + rates)
+        n_e = len(groups)
+        total = n * c * s * s
+        with self.dev:
+            d_ints = self._upload("mat_ints", ints)
+            d_reals = self._upload("mat_reals", reals)
+            grid = (int(min(-(-total // 256), 8 * self.n_sm * 8)), 1)
+            self.k_matrices.prepared_call(grid, (256, 1, 1), n, d_ints, d_reals, d_ints + 8 * n,
+                                          d_reals + 8 * n, d_reals + 8 * (n + n_e * (s + 2 * s * s)),
+                                          self.d_matrices)
+
+    def set_transition_matrices(self, matrix_indices: np.ndarray, matrices: np.ndarray) -> None:
+        import pycuda.driver as drv
+
+        s, c = self.spec.n_states, self.spec.n_categories
+        mats = np.asarray(matrices, dtype=np.float64).reshape(-1, c, s, s).astype(self.dtype)
+        per = self.real * c * s * s
+        with self.dev:
+            for k, m in enumerate(np.asarray(matrix_indices, dtype=np.int64).ravel().tolist()):
+                drv.memcpy_htod(int(self.d_matrices) + m * per, np.ascontiguousarray(mats[k]))
+
+    # ------------------------------------------------------------------ partials
+    def _schedule(self, ops: np.ndarray) -> tuple[np.ndarray, list[int]]:
+        """Levels of `ops`, cached by content (a sampler repeats the same few op arrays)."""
+        key = ops.tobytes()
+        hit = self._schedule_cache.get(key)
+        if hit is None:
+            if len(self._schedule_cache) > 256:
+                self._schedule_cache.clear()
+            hit = schedule_levels(ops)
+            self._schedule_cache[key] = hit
+        return hit
+
+    def update_partials(self, ops: np.ndarray) -> None:
+        ops = np.ascontiguousarray(np.asarray(ops, dtype=np.int64).reshape(-1, 7))
+        if not len(ops):
+            return
+        spec = self.spec
+        assert ops[:, 0].min() >= spec.n_tips and ops[:, 0].max() < spec.n_buffers, "bad dest in ops"
+        assert not np.any((ops[:, 0] == ops[:, 3]) | (ops[:, 0] == ops[:, 5])), "dest equals a child"
+        order, counts = self._schedule(ops)
+        with self.dev:
+            self._sync_tips()
+            d_ops = self._upload("ops", ops[order])
+            first = 0
+            for count in counts:
+                for start in range(first, first + count, MAX_GRID_Y):
+                    self.launch_level(d_ops, start, min(MAX_GRID_Y, first + count - start))
+                first += count
+
+    def launch_level(self, d_ops, start: int, n: int, stream=None) -> None:
+        """One launch of the n operations d_ops[start:start+n] (independent of each other)."""
+        spec = self.spec
+        n_tiles = -(-spec.n_patterns // self.pattern_block)
+        gx = int(min(n_tiles, max(1, -(-self.blocks_per_sm * self.n_sm // n))))
+        self.k_partials.prepared_async_call(
+            (gx, n), (self.pattern_block, spec.n_categories, 1), stream, d_ops, start, spec.n_patterns,
+            spec.n_tips, self.d_partials, self._tip_partials_ptr(), self.d_tip_states, self.d_tip_index,
+            self.d_matrices, self.d_scale, shared_size=self.partials_shared)
+
+    # ------------------------------------------------------------------ scaling
+    def reset_scale(self, cumulative: int) -> None:
+        self.scale_jobs([(cumulative, True, [], 1)])
+
+    def accumulate_scale(self, cumulative: int, scale_indices: np.ndarray) -> None:
+        if np.asarray(scale_indices).size:
+            self.scale_jobs([(cumulative, False, scale_indices, 1)])
+
+    def remove_scale(self, cumulative: int, scale_indices: np.ndarray) -> None:
+        if np.asarray(scale_indices).size:
+            self.scale_jobs([(cumulative, False, scale_indices, -1)])
+
+    def scale_jobs(self, jobs) -> None:
+        """One launch for [(cumulative, reset, indices, sign)]: cumulative = (0 if reset) +/- sum."""
+        if not jobs:
+            return
+        table, flat = scale_job_arrays(jobs)
+        p = self.spec.n_patterns
+        with self.dev:
+            d_table = self._upload("scale_jobs", table)
+            d_idx = self._upload("scale_idx", flat)
+            grid = (int(min(-(-p // 256), 4 * self.n_sm)), len(jobs))
+            self.k_scale.prepared_call(grid, (256, 1, 1), self.d_scale, p, d_table, d_idx)
+
+    # ------------------------------------------------------------------ root
+    def _invariant_site_table(self) -> int:
+        """Device pointer of prod over tips of the tip vectors, float64[P, S] (for +I), built on demand."""
+        import pycuda.driver as drv
+
+        if not self._compat_ready:
+            s = self.spec.n_states
+            eye = np.vstack([np.eye(s), np.ones((1, s))])
+            compat = np.ones((self.spec.n_patterns, s))
+            for tip in range(self.spec.n_tips):
+                tp = self.tip_partials[tip]
+                compat *= eye[self.tip_states[tip]] if tp is None else tp
+            if self.d_compat is None:
+                self.d_compat = drv.mem_alloc(compat.nbytes)
+            drv.memcpy_htod(self.d_compat, compat)
+            self._compat_ready = True
+        return int(self.d_compat)
+
+    def _roots(self, calls, want_sites: bool) -> tuple[list[float], np.ndarray | None]:
+        """Run root calls in one launch; per call the compensated total (and the site values)."""
+        import pycuda.driver as drv
+
+        spec = self.spec
+        p = spec.n_patterns
+        jobs, params = root_job_arrays(calls, spec.n_states, spec.n_categories)
+        gx = int(min(-(-p // ROOT_BLOCK), 1024))
+        with self.dev:
+            self._sync_tips()
+            compat = self._invariant_site_table() if np.any(params[:, -2] > 0.0) else 0
+            d_jobs = self._upload("root_jobs", jobs)
+            d_params = self._upload("root_params", params)
+            d_sites = int(self._work("sites", 8 * p * len(calls))) if want_sites else 0
+            d_sums = self._work("root_sums", 16 * gx * len(calls))
+            self.k_root.prepared_call((gx, len(calls)), (ROOT_BLOCK, 1, 1), d_jobs, d_params, p, spec.n_tips,
+                                      self.d_partials, self._tip_partials_ptr(), self.d_tip_states,
+                                      self.d_tip_index, self.d_matrices, self.d_scale, compat, self.d_weights,
+                                      d_sites, d_sums, shared_size=self.mat_shared)
+            sums = np.empty((len(calls), gx, 2))
+            drv.memcpy_dtoh(sums, d_sums)
+            sites = None
+            if want_sites:
+                sites = np.empty((len(calls), p))
+                drv.memcpy_dtoh(sites, d_sites)
+        return [compensated_total(row) for row in sums], sites
+
+    def site_log_likelihoods(self, root: int, freqs: np.ndarray, weights: np.ndarray, pinvar: float,
+                             cumulative_scale: int, child: int = NONE, child_matrix: int = NONE) -> np.ndarray:
+        call = (root, freqs, weights, pinvar, cumulative_scale, child, child_matrix)
+        return self._roots([call], True)[1][0]
+
+    def root_log_likelihood(self, root: int, freqs: np.ndarray, weights: np.ndarray, pinvar: float,
+                            cumulative_scale: int, child: int = NONE, child_matrix: int = NONE) -> float:
+        call = (root, freqs, weights, pinvar, cumulative_scale, child, child_matrix)
+        return self._roots([call], False)[0][0]
+
+    def root_log_likelihoods(self, calls) -> list[float]:
+        """Batched root_log_likelihood: [(root, freqs, weights, pinvar, cumulative, child, child_matrix)]."""
+        return self._roots(list(calls), False)[0]
+
+    # ------------------------------------------------------------------ inspection (tests)
+    def partials_of(self, buffer: int) -> np.ndarray:
+        """A copy of one partial buffer (C, P, S) as float64."""
+        import pycuda.driver as drv
+
+        c, p, s = self.spec.n_categories, self.spec.n_patterns, self.spec.n_states
+        out = np.empty((c, p, s), dtype=self.dtype)
+        with self.dev:
+            drv.memcpy_dtoh(out, int(self.d_partials) + (buffer - self.spec.n_tips) * out.nbytes)
+        return out.astype(np.float64)
+
+    def scale_of(self, index: int) -> np.ndarray:
+        """A copy of one scale buffer (P,)."""
+        import pycuda.driver as drv
+
+        out = np.empty(self.spec.n_patterns)
+        with self.dev:
+            drv.memcpy_dtoh(out, int(self.d_scale) + index * out.nbytes)
+        return out
+
+    def synchronize(self) -> None:
+        """Wait for every queued launch (benchmarks)."""
+        import pycuda.driver as drv
+
+        with self.dev:
+            drv.Context.synchronize()
+
+
+def compensated_total(pairs: np.ndarray) -> float:
+    """math.fsum of the per-block (sum, compensation) pairs of the root kernel (plain sum if not finite)."""
+    pairs = np.asarray(pairs, dtype=np.float64).reshape(-1, 2)
+    if not np.all(np.isfinite(pairs[:, 0])):
+        return float(pairs[:, 0].sum())
+    return math.fsum(pairs.ravel().tolist())
+
+
+def backend_factory(*, device=None, precision: str = "double"):
+    """A factory InstanceSpec -> CudaBackend sharing one opened device (for PartitionLikelihood)."""
+    from .context import Device, open_device
+
+    dev = device if isinstance(device, Device) else open_device(device)
+
+    def make(spec: InstanceSpec) -> CudaBackend:
+        return CudaBackend(spec, device=dev, precision=precision)
+
+    return make
+
+
+def precompile(states=(2, 3, 4, 5, 6, 7, 8, 9, 10, 20), categories=(1, 4, 8), arch: str = "sm_90",
+               workers: int = 8) -> int:
+    """Fill the kernel cache for many variants in parallel (before many processes or a test run start)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .compiler import build_cubin
+
+    jobs = [(name, kernel_defines(s, c, precision))
+            for s in states for c in categories for precision in ("double", "single")
+            for name in ("likelihood_partials.cu", "likelihood_root.cu", "likelihood_matrices.cu")]
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(lambda job: build_cubin(job[0], job[1], arch), jobs))
+    return len(jobs)

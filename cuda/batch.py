@@ -1,0 +1,139 @@
+"""Batching helpers of the CUDA likelihood backend: dependency levels of operations, many chains in one
+instance, and the packed job arrays of the batched calls. Pure numpy: testable without a GPU.
+
+One backend instance can hold the buffers of many chains of one partition (`ChainSlots`): tips are
+shared, each chain owns a block of partials, matrices and scale buffers. The chains' operations are
+concatenated into one int64 array; `schedule_levels` groups them into levels that run as one launch
+each, so a generation costs one launch per tree level, not one per node per chain.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from engine.likelihood.evaluate import NodeSlots, tree_operations
+from engine.likelihood.protocol import NONE
+
+SCALE_JOB_WIDTH = 5      # cumulative, reset, first, count, sign
+ROOT_JOB_WIDTH = 4       # root buffer, cumulative scale, edge child, edge child matrix
+
+
+def schedule_levels(ops: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """(permutation of the rows, operations per level) so that each level only depends on earlier ones.
+
+    A row goes one level after every earlier row that writes what it reads or writes (partials or scale
+    buffers), or that reads what it writes; rows keep their order within a level.
+    """
+    ops = np.asarray(ops, dtype=np.int64).reshape(-1, 7)
+    last_write: dict = {}       # keys: buffer b >= 0, scale buffer s as -2 - s
+    last_read: dict = {}
+    levels = np.zeros(len(ops), dtype=np.int64)
+    lw, lr = last_write.get, last_read.get
+    for i, (dest, sw, sr, c1, _m1, c2, _m2) in enumerate(ops.tolist()):
+        reads = (c1, c2, -2 - sr) if sr != NONE else (c1, c2)
+        writes = (dest, -2 - sw) if sw != NONE else (dest,)
+        level = max(lw(k, -1) for k in reads + writes) + 1
+        level = max(level, max(lr(k, -1) for k in writes) + 1)
+        levels[i] = level
+        for k in writes:
+            last_write[k] = level
+        for k in reads:
+            if lr(k, -1) < level:
+                last_read[k] = level
+    order = np.argsort(levels, kind="stable")
+    counts = np.bincount(levels).tolist() if len(ops) else []
+    return order, [c for c in counts if c]
+
+
+@dataclass(frozen=True)
+class ChainSlots:
+    """Index spaces of `n_chains` chains in one instance: NodeSlots per chain, shifted by chain blocks."""
+
+    n_tips: int
+    n_chains: int
+    per_node: int = 2
+
+    @cached_property
+    def node_slots(self) -> NodeSlots:
+        return NodeSlots(self.n_tips, self.per_node)
+
+    @cached_property
+    def per_chain(self) -> tuple[int, int, int]:
+        """Partial buffers, matrices and scale buffers of one chain."""
+        spec = self.node_slots.instance_spec(1, 4, 1)
+        return spec.n_partials, spec.n_matrices, spec.n_scale_buffers
+
+    def _per_chain(self) -> tuple[int, int, int]:
+        return self.per_chain
+
+    def instance_spec(self, n_patterns: int, n_states: int, n_categories: int):
+        """One InstanceSpec holding every chain's buffers (tips once)."""
+        n_p, n_m, n_s = self._per_chain()
+        one = self.node_slots.instance_spec(n_patterns, n_states, n_categories)
+        return type(one)(n_tips=self.n_tips, n_partials=n_p * self.n_chains, n_patterns=n_patterns,
+                         n_states=n_states, n_categories=n_categories, n_matrices=n_m * self.n_chains,
+                         n_scale_buffers=n_s * self.n_chains)
+
+    def buffer(self, chain: int, v: int, slot: int = 0) -> int:
+        if v < self.n_tips:
+            return v
+        return self.node_slots.buffer(v, slot) + chain * self._per_chain()[0]
+
+    def matrix(self, chain: int, v: int, slot: int = 0) -> int:
+        return self.node_slots.matrix(v, slot) + chain * self._per_chain()[1]
+
+    def scale(self, chain: int, v: int, slot: int = 0) -> int:
+        return self.node_slots.scale(v, slot) + chain * self._per_chain()[2]
+
+    def cumulative_scale(self, chain: int, slot: int = 0) -> int:
+        return self.node_slots.cumulative_scale(slot) + chain * self._per_chain()[2]
+
+    def tree_operations(self, tree, chain: int, scaling=True, slot: int = 0):
+        """tree_operations(...) of one chain with its indices shifted into the chain's block."""
+        ops, scales, root, child, cm = tree_operations(tree, self.node_slots, scaling, slot)
+        n_p, n_m, n_s = self._per_chain()
+        ops = ops.copy()
+        for col, shift in ((0, n_p), (3, n_p), (5, n_p), (1, n_s), (2, n_s), (4, n_m), (6, n_m)):
+            vals = ops[:, col]
+            if col in (0, 3, 5):
+                mask = vals >= self.n_tips
+            else:
+                mask = vals != NONE
+            vals[mask] += chain * shift
+        scales = scales + chain * n_s
+        root = root + chain * n_p
+        if child != NONE:
+            child = child + chain * n_p if child >= self.n_tips else child
+            cm = cm + chain * n_m
+        return ops, scales, root, child, cm
+
+
+def scale_job_arrays(jobs) -> tuple[np.ndarray, np.ndarray]:
+    """Pack [(cumulative, reset, indices, sign)] into the int64 job table and the flat index array."""
+    table = np.zeros((len(jobs), SCALE_JOB_WIDTH), dtype=np.int64)
+    flat = []
+    first = 0
+    for j, (cumulative, reset, indices, sign) in enumerate(jobs):
+        idx = np.asarray(indices, dtype=np.int64).ravel()
+        table[j] = (cumulative, 1 if reset else 0, first, idx.size, 1 if sign >= 0 else -1)
+        flat.append(idx)
+        first += idx.size
+    flat_arr = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
+    return table, (flat_arr if flat_arr.size else np.zeros(1, dtype=np.int64))
+
+
+def root_job_arrays(calls, n_states: int, n_categories: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pack root calls (root, freqs, weights, pinvar, cumulative, child, child_matrix) into job tables."""
+    import math
+
+    jobs = np.zeros((len(calls), ROOT_JOB_WIDTH), dtype=np.int64)
+    params = np.zeros((len(calls), n_states + n_categories + 2), dtype=np.float64)
+    for j, (root, freqs, weights, pinvar, cumulative, child, child_matrix) in enumerate(calls):
+        jobs[j] = (root, cumulative, child, child_matrix if child != NONE else 0)
+        params[j, :n_states] = np.asarray(freqs, dtype=np.float64)
+        params[j, n_states:n_states + n_categories] = np.asarray(weights, dtype=np.float64)
+        params[j, -2] = float(pinvar)
+        params[j, -1] = math.log1p(-float(pinvar)) if pinvar > 0.0 else 0.0
+    return jobs, params

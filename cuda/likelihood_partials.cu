@@ -1,0 +1,258 @@
+// Partials update of the likelihood protocol: one launch runs every operation of one dependency
+// level (blockIdx.y = operation within the level, from an int64 ops array on the device).
+// Block = PATTERN_BLOCK patterns x CATEGORIES categories, one thread per (pattern, category), so a
+// warp works under one transition matrix (Huang et al. 2022); both children's matrices of all
+// categories sit in shared memory (ta(MC)^3); a block walks several pattern tiles so the matrices
+// are loaded once per block.  Node classes: tip-tip (down_3), tip-internal (down_12),
+// internal-internal (down_0); compact tips read the transposed matrix through an 'any state' column.
+// Rescaling divides each pattern by its largest entry over categories and states and stores the
+// natural log of the factor (float64 scale buffers).  Every offset is size_t / long long.
+#include "likelihood.cuh"
+
+struct Child {
+    const REAL* vec;             // partial vectors (nullptr for a compact tip)
+    size_t cstride;              // elements between categories (0 for tip partials)
+    const unsigned char* states; // compact tip states (nullptr otherwise)
+};
+
+__device__ __forceinline__ Child child_of(i64 b, i64 n_tips, i64 n_patterns, const REAL* partials,
+                                          const REAL* tip_partials, const unsigned char* tip_states,
+                                          const i64* tip_index) {
+    Child ch;
+    const size_t ps = (size_t)n_patterns * STATES;
+    if (b < n_tips) {
+        const i64 k = tip_index[b];
+        if (k < 0) {
+            ch.vec = nullptr;
+            ch.cstride = 0;
+            ch.states = tip_states + (size_t)b * (size_t)n_patterns;
+        } else {
+            ch.vec = tip_partials + (size_t)k * ps;
+            ch.cstride = 0;
+            ch.states = nullptr;
+        }
+    } else {
+        ch.vec = partials + (size_t)(b - n_tips) * CATEGORIES * ps;
+        ch.cstride = ps;
+        ch.states = nullptr;
+    }
+    return ch;
+}
+
+// One child's contribution for pattern p, category c: '=' (first child) or '*=' (second child).
+template <bool STATE, bool MUL>
+__device__ __forceinline__ void child_term(REAL (&out)[STATES], const Child& ch, const REAL* m, int c, i64 p) {
+    if constexpr (STATE) {
+        state_term<MUL>(out, m, (int)ch.states[p]);
+    } else {
+        REAL x[STATES];
+        load_row(ch.vec + (size_t)c * ch.cstride + (size_t)p * STATES, x);
+        vector_term<MUL>(out, m, x);
+    }
+}
+
+// Rescale (write) or reuse stored factors (read); all threads of the block call it together.
+__device__ __forceinline__ void rescale(REAL (&out)[STATES], bool active, i64 p, i64 n_patterns,
+                                        i64 sw, i64 sr, double* scale, REAL* smax) {
+    if (sw >= 0) {
+        REAL m = (REAL)0;
+#pragma unroll
+        for (int i = 0; i < STATES; ++i) m = fmax(m, out[i]);
+        smax[threadIdx.y * PATTERN_BLOCK + threadIdx.x] = active ? m : (REAL)0;
+        __syncthreads();
+        REAL big = smax[threadIdx.x];
+        for (int cc = 1; cc < CATEGORIES; ++cc) big = fmax(big, smax[cc * PATTERN_BLOCK + threadIdx.x]);
+        __syncthreads();
+        if (!(big > (REAL)0)) big = (REAL)1;
+#pragma unroll
+        for (int i = 0; i < STATES; ++i) out[i] /= big;
+        if (active && threadIdx.y == 0) scale[(size_t)sw * n_patterns + p] = log((double)big);
+    } else if (sr >= 0 && active) {
+        const REAL f = (REAL)exp(-scale[(size_t)sr * n_patterns + p]);
+#pragma unroll
+        for (int i = 0; i < STATES; ++i) out[i] *= f;
+    }
+}
+
+// The node-class specialisations: A/B compact states or partial vectors.
+template <bool A_STATE, bool B_STATE>
+__device__ void update_tiles(const Child& a, const REAL* ma, const Child& b, const REAL* mb, REAL* dest,
+                             i64 n_patterns, i64 sw, i64 sr, double* scale, REAL* smax) {
+    const int c = threadIdx.y;
+    const REAL* mca = ma + (size_t)c * STATES * MSTRIDE;
+    const REAL* mcb = mb + (size_t)c * STATES * MSTRIDE;
+    const i64 n_tiles = (n_patterns + PATTERN_BLOCK - 1) / PATTERN_BLOCK;
+    for (i64 tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        const i64 p = tile * PATTERN_BLOCK + threadIdx.x;
+        const bool active = p < n_patterns;
+        REAL out[STATES];
+        if (active) {
+            child_term<A_STATE, false>(out, a, mca, c, p);
+            child_term<B_STATE, true>(out, b, mcb, c, p);
+        } else {
+#pragma unroll
+            for (int i = 0; i < STATES; ++i) out[i] = (REAL)0;
+        }
+        rescale(out, active, p, n_patterns, sw, sr, scale, smax);
+        if (active) store_row(dest + (size_t)c * n_patterns * STATES + (size_t)p * STATES, out);
+    }
+}
+
+// Wide rows (protein): the output tile [CATEGORIES][PATTERN_BLOCK][STATES+1] lives in shared memory,
+// so only the child vector is held in registers (high occupancy), and the block writes the tile with
+// coalesced 16-byte stores (a thread's own row is 80-160 bytes, too wide for coalesced row stores).
+#define OSTRIDE (STATES + 1)
+
+template <bool STATE, bool MUL>
+__device__ __forceinline__ void child_term_shared(REAL* o, const Child& ch, const REAL* m, int c, i64 p) {
+    if constexpr (STATE) {
+        const int state = (int)ch.states[p];
+#pragma unroll 4
+        for (int i = 0; i < STATES; ++i) {
+            const REAL v = m[i * MSTRIDE + state];
+            if constexpr (MUL) o[i] *= v; else o[i] = v;
+        }
+    } else {
+        REAL x[STATES];
+        load_row(ch.vec + (size_t)c * ch.cstride + (size_t)p * STATES, x);
+#pragma unroll 2
+        for (int i = 0; i < STATES; ++i) {
+            REAL acc = (REAL)0;
+            if constexpr (sizeof(REAL) == 8 && STATES % 2 == 0) {
+                const double2* row = reinterpret_cast<const double2*>(m + i * MSTRIDE);
+#pragma unroll
+                for (int j = 0; j < STATES / 2; ++j) {
+                    const double2 v = row[j];
+                    acc += (REAL)v.x * x[2 * j] + (REAL)v.y * x[2 * j + 1];
+                }
+            } else if constexpr (sizeof(REAL) == 4 && STATES % 4 == 0) {
+                const float4* row = reinterpret_cast<const float4*>(m + i * MSTRIDE);
+#pragma unroll
+                for (int j = 0; j < STATES / 4; ++j) {
+                    const float4 v = row[j];
+                    acc += (REAL)v.x * x[4 * j] + (REAL)v.y * x[4 * j + 1] + (REAL)v.z * x[4 * j + 2]
+                         + (REAL)v.w * x[4 * j + 3];
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < STATES; ++j) acc += m[i * MSTRIDE + j] * x[j];
+            }
+            if constexpr (MUL) o[i] *= acc; else o[i] = acc;
+        }
+    }
+}
+
+template <bool A_STATE, bool B_STATE>
+__device__ void update_tiles_wide(const Child& a, const REAL* ma, const Child& b, const REAL* mb, REAL* dest,
+                                  i64 n_patterns, i64 sw, i64 sr, double* scale, REAL* smax, REAL* otile) {
+    const int c = threadIdx.y;
+    const int tid = threadIdx.y * PATTERN_BLOCK + threadIdx.x;
+    const REAL* mca = ma + (size_t)c * STATES * MSTRIDE;
+    const REAL* mcb = mb + (size_t)c * STATES * MSTRIDE;
+    REAL* o = otile + ((size_t)c * PATTERN_BLOCK + threadIdx.x) * OSTRIDE;
+    const i64 n_tiles = (n_patterns + PATTERN_BLOCK - 1) / PATTERN_BLOCK;
+    for (i64 tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        const i64 p0 = tile * PATTERN_BLOCK;
+        const i64 p = p0 + threadIdx.x;
+        const bool active = p < n_patterns;
+        if (active) {
+            child_term_shared<A_STATE, false>(o, a, mca, c, p);
+            child_term_shared<B_STATE, true>(o, b, mcb, c, p);
+        }
+        if (sw >= 0) {
+            REAL m = (REAL)0;
+            if (active) {
+                for (int i = 0; i < STATES; ++i) m = fmax(m, o[i]);
+            }
+            smax[threadIdx.y * PATTERN_BLOCK + threadIdx.x] = m;
+            __syncthreads();
+            REAL big = smax[threadIdx.x];
+            for (int cc = 1; cc < CATEGORIES; ++cc) big = fmax(big, smax[cc * PATTERN_BLOCK + threadIdx.x]);
+            if (!(big > (REAL)0)) big = (REAL)1;
+            if (active) {
+                for (int i = 0; i < STATES; ++i) o[i] /= big;
+                if (threadIdx.y == 0) scale[(size_t)sw * n_patterns + p] = log((double)big);
+            }
+        } else if (sr >= 0 && active) {
+            const REAL f = (REAL)exp(-scale[(size_t)sr * n_patterns + p]);
+            for (int i = 0; i < STATES; ++i) o[i] *= f;
+        }
+        __syncthreads();
+        const int np = (int)(n_patterns - p0 < PATTERN_BLOCK ? n_patterns - p0 : PATTERN_BLOCK);
+        for (int cc = 0; cc < CATEGORIES; ++cc) {       // coalesced store of the tile, category by category
+            REAL* dst = dest + (size_t)cc * n_patterns * STATES + (size_t)p0 * STATES;
+            const REAL* src = otile + (size_t)cc * PATTERN_BLOCK * OSTRIDE;
+            if constexpr (STATES % VW == 0) {
+                for (int e = tid; e < np * (STATES / VW); e += PATTERN_BLOCK * CATEGORIES) {
+                    const int pp = (e * VW) / STATES, j = e * VW - pp * STATES;
+                    const REAL* s = src + pp * OSTRIDE + j;
+                    if constexpr (sizeof(REAL) == 8) {
+                        reinterpret_cast<double2*>(dst)[e] = make_double2((double)s[0], (double)s[1]);
+                    } else {
+                        reinterpret_cast<float4*>(dst)[e] = make_float4((float)s[0], (float)s[1], (float)s[2],
+                                                                        (float)s[3]);
+                    }
+                }
+            } else {
+                for (int e = tid; e < np * STATES; e += PATTERN_BLOCK * CATEGORIES) {
+                    const int pp = e / STATES;
+                    dst[e] = src[pp * OSTRIDE + e - pp * STATES];
+                }
+            }
+        }
+        __syncthreads();
+    }
+}
+
+#ifndef WIDE
+#define WIDE (STATES >= 12)
+#endif
+
+#if MIN_BLOCKS > 1
+#define PARTIALS_BOUNDS __launch_bounds__(PATTERN_BLOCK * CATEGORIES, MIN_BLOCKS)
+#else
+#define PARTIALS_BOUNDS __launch_bounds__(PATTERN_BLOCK * CATEGORIES)
+#endif
+
+extern "C" __global__ void PARTIALS_BOUNDS
+update_partials(const i64* __restrict__ ops, i64 first_op, i64 n_patterns, i64 n_tips, REAL* partials,
+                const REAL* __restrict__ tip_partials, const unsigned char* __restrict__ tip_states,
+                const i64* __restrict__ tip_index, const REAL* __restrict__ matrices, double* scale) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    REAL* sm = reinterpret_cast<REAL*>(smem_raw);            // child1 and child2 matrices
+    REAL* smax = sm + 2 * MAT_SHARED;                         // [CATEGORIES][PATTERN_BLOCK]
+    const i64* op = ops + (size_t)(first_op + (i64)blockIdx.y) * OP_WIDTH;
+    const i64 dest = op[0], sw = op[1], sr = op[2];
+    const i64 mats[2] = {op[4], op[6]};
+    load_matrices_shared(sm, matrices, mats, 2);
+    __syncthreads();
+    const Child a = child_of(op[3], n_tips, n_patterns, partials, tip_partials, tip_states, tip_index);
+    const Child b = child_of(op[5], n_tips, n_patterns, partials, tip_partials, tip_states, tip_index);
+    REAL* out = partials + (size_t)(dest - n_tips) * CATEGORIES * (size_t)n_patterns * STATES;
+    const REAL* ma = sm;
+    const REAL* mb = sm + MAT_SHARED;
+#if WIDE
+    {
+        REAL* otile = smax + CATEGORIES * PATTERN_BLOCK;     // [CATEGORIES][PATTERN_BLOCK][STATES+1]
+        if (a.states && b.states) {
+            update_tiles_wide<true, true>(a, ma, b, mb, out, n_patterns, sw, sr, scale, smax, otile);
+        } else if (a.states) {
+            update_tiles_wide<true, false>(a, ma, b, mb, out, n_patterns, sw, sr, scale, smax, otile);
+        } else if (b.states) {
+            update_tiles_wide<true, false>(b, mb, a, ma, out, n_patterns, sw, sr, scale, smax, otile);
+        } else {
+            update_tiles_wide<false, false>(a, ma, b, mb, out, n_patterns, sw, sr, scale, smax, otile);
+        }
+    }
+#else
+    if (a.states && b.states) {                 // tip-tip (down_3)
+        update_tiles<true, true>(a, ma, b, mb, out, n_patterns, sw, sr, scale, smax);
+    } else if (a.states) {                      // tip-internal (down_12)
+        update_tiles<true, false>(a, ma, b, mb, out, n_patterns, sw, sr, scale, smax);
+    } else if (b.states) {
+        update_tiles<true, false>(b, mb, a, ma, out, n_patterns, sw, sr, scale, smax);
+    } else {                                    // internal-internal (down_0), also tip partials
+        update_tiles<false, false>(a, ma, b, mb, out, n_patterns, sw, sr, scale, smax);
+    }
+#endif
+}

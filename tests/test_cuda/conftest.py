@@ -1,0 +1,35 @@
+"""Fixtures of the CUDA likelihood tests: the oracle folder and the oracle CASES table of test_likelihood."""
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="session")
+def oracle_dir(request) -> Path:
+    """The likelihood oracles; $MBGPU_SHARED_DATA points at a copy of ../shared/data where it is absent."""
+    if os.environ.get("MBGPU_SHARED_DATA"):
+        return Path(os.environ["MBGPU_SHARED_DATA"]) / "oracles"
+    return request.getfixturevalue("shared_data") / "oracles"
+
+
+@pytest.fixture(scope="session")
+def oracle_cases():
+    """tests/test_likelihood/test_oracles.py loaded as a helper module (its CASES and readers)."""
+    pytest.importorskip("dendropy")
+    path = HERE.parent / "test_likelihood" / "test_oracles.py"
+    spec = importlib.util.spec_from_file_location("mbgpu_oracle_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def device():
+    """GPU 0 (or $MBGPU_DEVICE), opened once for the session."""
+    from engine.cuda.context import open_device
+
+    return open_device()

@@ -12,7 +12,7 @@ from .errors import MbgpuError
 from .subcommands import SUBCOMMANDS
 from .version import __version__
 
-USAGE = """usage: mbgpu [-i] [FILE ...]
+USAGE = """usage: mbgpu [-i] [--backend=cpu|gpu] [FILE ...]
        mbgpu {align,ssv,potential} ...   (see mbgpu TOOL -h)
        mbgpu --devices | -v | -h
 
@@ -21,6 +21,7 @@ Executes the NEXUS FILEs (data blocks and mrbayes blocks) in order, like MrBayes
   -v          print the version
   -h          this help; `help` at the prompt lists the commands
   --devices   list CUDA devices with their memory
+  --backend=cpu|gpu  force the likelihood backend (overrides set usebeagle/beagledevice)
 tools:
 %s""" % "\n".join("  %-10s  %s" % (k, v[1]) for k, v in SUBCOMMANDS.items())
 

@@ -70,9 +70,12 @@ def _prior_of(kind: str, d):
 
 
 def _start(kind: str, n_labels: int) -> np.ndarray:
+    """MrBayes' start values; kappa is held as the pair (k/(1+k), 1/(1+k)), its prior's scale."""
     if kind in ("revmat", "statefreq"):
         return np.full(n_labels, 1.0 / n_labels)
-    return np.array([{"tratio": 1.0, "shape": 1.0, "pinvar": 0.0}[kind]])
+    if kind == "tratio":
+        return np.array([0.5, 0.5])
+    return np.array([{"shape": 1.0, "pinvar": 0.0}[kind]])
 
 
 def _unlinked(settings, kind: str, number: int) -> bool:
@@ -123,12 +126,14 @@ def column_names(settings, params: list[FreeParameter]) -> list[str]:
     return cols
 
 
-def parameter_values(params: list[FreeParameter]) -> list[float]:
-    """The current values in column order (revmat and state frequencies sum to 1)."""
+def parameter_values(params: list[FreeParameter], values: list | None = None) -> list[float]:
+    """Values in column order (revmat and state frequencies sum to 1; kappa as k)."""
     out: list[float] = []
-    for p in params:
-        v = np.asarray(p.value, dtype=np.float64)
+    for p, v in zip(params, values if values is not None else [p.value for p in params]):
+        v = np.asarray(v, dtype=np.float64)
         if p.kind in ("revmat", "statefreq"):
             v = v / v.sum()
+        elif p.kind == "tratio":
+            v = np.array([v[0] / v[1]])
         out += v.tolist()
     return out

@@ -55,14 +55,15 @@ def _dirichlet_alphas(prior, n: int) -> np.ndarray:
     return np.full(n, args[0]) if len(args) == 1 else np.array(args)
 
 
-def parameter_log_prior(p, n_chars: dict[int, float] | None = None) -> float:
-    """Log prior of one FreeParameter at its current value."""
-    kind, prior, v = p.kind, p.prior, np.asarray(p.value, float)
+def parameter_log_prior(p, n_chars: dict[int, float] | None = None, value=None) -> float:
+    """Log prior of one FreeParameter at `value` (default: its start value)."""
+    kind, prior = p.kind, p.prior
+    v = np.asarray(p.value if value is None else value, float)
     if kind in ("revmat", "statefreq"):
         return log_dirichlet(v / v.sum(), _dirichlet_alphas(prior, v.size))
     if kind == "tratio":
         a, b = map(float, prior.args or (1.0, 1.0))
-        x = v[0] / (1.0 + v[0])
+        x = v[0] / (v[0] + v[1])
         return float((a - 1) * math.log(x) + (b - 1) * math.log(1 - x) - (math.lgamma(a) + math.lgamma(b)
                                                                           - math.lgamma(a + b)))
     if kind in ("shape", "pinvar"):
@@ -73,14 +74,14 @@ def parameter_log_prior(p, n_chars: dict[int, float] | None = None) -> float:
             lo, hi = map(float, prior.args)
             return float(-math.log(hi - lo))
     if kind == "ratemult":
-        return _ratemult_log_prior(p, n_chars or {})
+        return _ratemult_log_prior(p, n_chars or {}, v)
     raise NotImplementedYet("the prior %s for %s is not implemented yet" % (prior, kind))
 
 
-def _ratemult_log_prior(p, n_chars: dict[int, float]) -> float:
+def _ratemult_log_prior(p, n_chars: dict[int, float], value) -> float:
     """Dirichlet on the character-weighted multipliers w_i = n_i m_i / N, with its Jacobian."""
     n = np.array([n_chars[d] for d in p.divisions], float)
     total = n.sum()
-    w = n * np.asarray(p.value, float) / total
+    w = n * np.asarray(value, float) / total
     alphas = _dirichlet_alphas(p.prior, w.size)
     return log_dirichlet(w / w.sum(), alphas) + float(np.log(n[:-1] / total).sum())

@@ -1,6 +1,7 @@
 """A command-line session: run the given files in order, then optionally the interactive prompt."""
 from __future__ import annotations
 
+import os
 import sys
 
 from engine.console import Console
@@ -15,6 +16,11 @@ def _parse_args(argv: list[str]) -> tuple[bool, list[str]]:
     for a in argv:
         if a == "-i":
             interactive = True
+        elif a.startswith("--backend="):
+            value = a.split("=", 1)[1].lower()
+            if value not in ("cpu", "gpu"):
+                raise MbgpuError("--backend must be cpu or gpu, not '%s'" % value)
+            os.environ["MBGPU_BACKEND"] = value
         elif a.startswith("-") and a != "-":
             raise MbgpuError("unknown option '%s' (see mbgpu -h)" % a)
         else:

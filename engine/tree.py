@@ -42,16 +42,28 @@ class Tree:
         return Tree(self.n_tips, self.parent.copy(), self.brlen.copy())
 
     def children(self) -> list[list[int]]:
-        """children()[v] lists v's children in increasing node order."""
+        """children()[v] lists v's children in increasing node order (a fresh list each call)."""
+        return [list(k) for k in self._topology()[0]]
+
+    def _topology(self) -> tuple:
+        """(children, postorder) cached against the parent array's bytes (trees are rarely mutated)."""
+        key = self.parent.tobytes()
+        cached = getattr(self, "_topo_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         kids: list[list[int]] = [[] for _ in range(self.n_nodes)]
         for v, p in enumerate(self.parent.tolist()):
             if p >= 0:
                 kids[p].append(v)
-        return kids
+        value = (kids, self._postorder(kids))
+        self._topo_cache = (key, value)
+        return value
 
     def postorder(self) -> np.ndarray:
         """All nodes, every child before its parent, the root last (int64)."""
-        kids = self.children()
+        return self._topology()[1].copy()
+
+    def _postorder(self, kids) -> np.ndarray:
         order: list[int] = []
         stack = [(self.root, False)]
         while stack:

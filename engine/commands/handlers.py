@@ -96,8 +96,12 @@ def do_summary(interp, spec, cmd) -> None:
     store = getattr(interp.settings, spec.name.lower())
     for name, value, _ in assignments(spec, cmd):
         store[name] = value
-    raise cmd.error("%s: summarising .%s files is not implemented yet (the settings were stored)"
-                    % (spec.name.lower(), "p" if spec.name == "Sump" else "t"), cmd.tokens[0], NotImplementedYet)
+    from engine.summary import run_sump, run_sumt
+
+    try:
+        (run_sump if spec.name == "Sump" else run_sumt)(interp.settings, interp.console)
+    except MbgpuError as err:
+        raise _located(cmd, cmd.tokens[0], err) from None
 
 
 def _name_eq_rest(cmd, what: str):

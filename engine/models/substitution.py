@@ -31,7 +31,7 @@ class EigenSystem:
         """P(t) for every t in `times` (any shape): result shape times.shape + (S, S)."""
         times = np.asarray(times, dtype=np.float64)
         expo = np.exp(times[..., None] * self.values)                 # (..., S)
-        p = np.einsum("ik,...k,kj->...ij", self.vectors, expo, self.inverse, optimize=True)
+        p = np.matmul(self.vectors * expo[..., None, :], self.inverse)  # V diag(e) V^-1, batched
         np.maximum(p, 0.0, out=p)
         return p
 

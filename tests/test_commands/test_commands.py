@@ -59,7 +59,14 @@ def test_bad_commands_give_located_errors(tmp_path, block, message):
 
 def test_not_implemented_is_typed(tmp_path):
     with pytest.raises(NotImplementedYet):
-        run(tmp_path, "sumt;")
+        run(tmp_path, "ss;")
+
+
+def test_sumt_without_files_names_the_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MbgpuError, match="file not found") as e:
+        run(tmp_path, "sumt filename=nosuchrun;")
+    assert "nosuchrun.run1.t" in e.value.one_line()
 
 
 def test_charset_partition_and_set_partition(tmp_path):

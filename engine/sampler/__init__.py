@@ -1,0 +1,1 @@
+"""The MCMC sampler: chain state, incremental likelihoods, parameter moves, MC3 runs and output."""

@@ -1,0 +1,114 @@
+"""One Markov chain: its state (tree, parameter values, lnL, lnPr), its likelihood caches, its moves,
+and one Metropolis-Hastings step at a given heat.
+
+The heat multiplies the log likelihood and log prior ratios, not the Hastings ratio (MrBayes).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.errors import ModelError
+from engine.sampler.incremental import IncrementalPartition
+from engine.sampler.model_state import ModelCache, rate_multiplier, spec_with_values
+from engine.sampler.param_moves import ParamMove, record
+from engine.tree import Tree
+
+
+@dataclass
+class PartSlot:
+    """A pattern set's incremental likelihood and how to rebuild its model."""
+
+    inc: IncrementalPartition
+    division: int  # 1-based
+    spec: object  # the base ModelSpec (fixed values)
+    fixed_mult: float
+
+
+@dataclass
+class TreeContext:
+    """What tree moves may consult (ParsSPR: the data; some moves: the brlens prior)."""
+
+    pattern_masks: list
+    brlens_prior: object
+    n_tips: int
+
+
+class Chain:
+    """A chain at a fixed position (run, index); heats move between positions by swaps."""
+
+    def __init__(self, run: int, index: int, rng, tree: Tree, values: list, parts: list[PartSlot], moves: list,
+                 prior_fn, ctx: TreeContext, params, models: ModelCache):
+        self.run, self.index, self.rng = run, index, rng
+        self.tree, self.values = tree, [np.array(v, dtype=np.float64) for v in values]
+        self.parts, self.moves, self.prior_fn, self.ctx = parts, moves, prior_fn, ctx
+        self.params, self.models = params, models
+        self.weights = np.array([m.weight for m in moves], dtype=np.float64)
+        self.weights /= self.weights.sum()
+        self.lnl = self._initial_lnl()
+        self.lnpr = prior_fn(tree, self.values)
+        self.best_lnl = self.lnl
+
+    # -- likelihood ------------------------------------------------------------------------
+    def _model_of(self, part: PartSlot, values):
+        return self.models.get(spec_with_values(part.spec, self.params, values, part.division))
+
+    def _initial_lnl(self) -> float:
+        total = 0.0
+        for part in self.parts:
+            mult = rate_multiplier(self.params, self.values, part.division, part.fixed_mult)
+            total += part.inc.propose(self.tree, self._model_of(part, self.values), mult)
+            part.inc.accept()
+        if not math.isfinite(total):
+            raise ModelError("the starting state of run %d chain %d has log likelihood %s: check the data and "
+                             "starting values" % (self.run + 1, self.index + 1, total))
+        return total
+
+    def _propose_params(self, move: ParamMove):
+        got = move.propose(self.values[move.param], self.rng)
+        if got is None:
+            return None
+        new_value, log_h = got
+        values = list(self.values)
+        values[move.param] = new_value
+        divs = set(self.params[move.param].divisions)
+        touched = [part for part in self.parts if part.division in divs]
+        old = sum(part.inc.lnl for part in touched)
+        for part in touched:
+            mult = rate_multiplier(self.params, values, part.division, part.fixed_mult)
+            part.inc.propose(self.tree, self._model_of(part, values), mult)
+        return self.tree, values, log_h, touched, old
+
+    def _propose_tree(self, move):
+        prop = move.propose(self.tree, self.rng, self.ctx)
+        if prop is None:
+            return None
+        old = sum(part.inc.lnl for part in self.parts)
+        for part in self.parts:
+            part.inc.propose(prop.tree)
+        return prop.tree, self.values, float(prop.log_hastings), list(self.parts), old
+
+    # -- one step ----------------------------------------------------------------------------
+    def step(self, heat: float, tunefreq: int, autotune: bool) -> None:
+        """Pick a move by weight, propose, accept or reject (restoring caches on rejection)."""
+        move = self.moves[int(self.rng.choice(len(self.moves), p=self.weights))]
+        got = self._propose_params(move) if isinstance(move, ParamMove) else self._propose_tree(move)
+        if got is None:
+            record(move, False, tunefreq, autotune)
+            return
+        tree, values, log_h, touched, old = got
+        lnl = self.lnl + sum(p.inc.lnl for p in touched) - old
+        if math.isnan(lnl) or lnl == math.inf:
+            raise ModelError("a proposal of %s gave log likelihood %s (run %d, chain %d)"
+                             % (move.name, lnl, self.run + 1, self.index + 1))
+        lnpr = self.prior_fn(tree, values)
+        log_r = heat * ((lnl - self.lnl) + (lnpr - self.lnpr)) + log_h
+        accepted = lnl > -math.inf and lnpr > -math.inf and (log_r >= 0 or math.log(self.rng.random()) < log_r)
+        for p in touched:
+            (p.inc.accept if accepted else p.inc.reject)()
+        if accepted:
+            self.tree, self.values, self.lnl, self.lnpr = tree, values, lnl, lnpr
+            self.best_lnl = max(self.best_lnl, lnl)
+        record(move, accepted, tunefreq, autotune)

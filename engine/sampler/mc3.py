@@ -1,0 +1,119 @@
+"""Metropolis-coupled MCMC: `nruns` runs of `nchains` chains advanced in lockstep, heat swaps,
+samples to .p/.t files, diagnostics to the screen and the .mcmc file.
+
+All chains of all runs take one step per generation before any swap, so a batched backend sees one
+call per generation. Every chain draws from its own stream (seed, run, chain); swaps from the swap
+stream; so output does not depend on how chains are placed on processes.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.sampler.screen import IND, acceptance_table, chain_line, heat_table, hms, swap_table
+from engine.sampler.swaps import SwapTable, heat, try_swap
+
+
+@dataclass
+class RunOptions:
+    """The mcmc settings the loop needs, typed."""
+
+    ngen: int
+    nruns: int
+    nchains: int
+    temp: float
+    swapfreq: int
+    nswaps: int
+    samplefreq: int
+    printfreq: int
+    diagnfreq: int
+    mcmcdiagn: bool
+    tunefreq: int
+    autotune: bool
+    minpartfreq: float
+    burninfrac: float
+    relburnin: bool
+    burnin: int
+    stoprule: bool
+    stopval: float
+
+    @classmethod
+    def from_settings(cls, m: dict) -> "RunOptions":
+        yes = lambda k: m[k] == "Yes"  # noqa: E731
+        return cls(m["Ngen"], m["Nruns"], m["Nchains"], m["Temp"], m["Swapfreq"], m["Nswaps"], m["Samplefreq"],
+                   m["Printfreq"], m["Diagnfreq"], yes("Mcmcdiagn"), m["Tunefreq"], yes("Autotune"),
+                   m["Minpartfreq"], m["Burninfrac"], yes("Relburnin"), m["Burnin"], yes("Stoprule"), m["Stopval"])
+
+
+class MC3:
+    """Runs the loop; `sink` receives samples and diagnostics (files), `console` the screen."""
+
+    def __init__(self, runs: list[list], opts: RunOptions, swap_rng: np.random.Generator, sink, console):
+        self.runs, self.opts, self.swap_rng = runs, opts, swap_rng
+        self.sink, self.console = sink, console
+        self.ranks = [list(range(opts.nchains)) for _ in runs]
+        self.swaps = [SwapTable(opts.nchains) for _ in runs]
+        self.gen = 0
+
+    def cold(self, run: int):
+        return self.runs[run][self.ranks[run].index(0)]
+
+    def run(self) -> int:
+        """Advance to ngen (or until the stop rule fires); returns the last generation."""
+        o, start = self.opts, time.time()
+        self.sink.sample(0, self)
+        self.console.print(chain_line(0, self.runs, self.ranks, None))
+        for gen in range(self.gen + 1, o.ngen + 1):
+            self.gen = gen
+            self.step_all()
+            if gen % o.swapfreq == 0:
+                self.swap_all()
+            if gen % o.samplefreq == 0:
+                self.sink.sample(gen, self)
+            if gen % o.printfreq == 0:
+                left = (time.time() - start) / gen * (o.ngen - gen)
+                self.console.print(chain_line(gen, self.runs, self.ranks, hms(left)))
+            if o.mcmcdiagn and gen % o.diagnfreq == 0:
+                stat = self.sink.diagnose(gen, self)
+                if stat is not None and o.stoprule and stat <= o.stopval:
+                    self.console.print("%sStopping: the diagnostic %.6f is below stopval %.3f" % (IND, stat, o.stopval))
+                    break
+        self.elapsed = time.time() - start
+        return self.gen
+
+    def step_all(self) -> None:
+        o = self.opts
+        for chains, ranks in zip(self.runs, self.ranks):
+            for pos, chain in enumerate(chains):
+                chain.step(heat(ranks[pos], o.temp), o.tunefreq, o.autotune)
+
+    def swap_all(self) -> None:
+        if self.opts.nchains < 2:
+            return
+        for r, chains in enumerate(self.runs):
+            for _ in range(self.opts.nswaps):
+                try_swap(chains, self.ranks[r], self.opts.temp, self.swap_rng, self.swaps[r])
+
+    def summary(self) -> list[str]:
+        """MrBayes' end-of-run report: time, best states, acceptance rates, swaps, heats."""
+        lines = ["", "%sAnalysis completed in %s" % (IND, _duration(self.elapsed))]
+        for r in range(len(self.runs)):
+            lines.append('%sLikelihood of best state for "cold" chain of run %d was %.2f'
+                         % (IND, r + 1, max(c.best_lnl for c in self.runs[r])))
+        for r in range(len(self.runs)):
+            lines += [""] + acceptance_table(r + 1, self.cold(r).moves)
+        if self.opts.nchains > 1:
+            for r in range(len(self.runs)):
+                lines += [""] + swap_table(r + 1, self.swaps[r], self.opts.nchains)
+            lines += [""] + heat_table(self.opts.nchains, self.opts.temp)
+        return lines
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    if s < 60:
+        return "%d seconds" % s
+    return "%d mins %d seconds" % (s // 60, s % 60) if s < 3600 else "%d hours %d mins %d seconds" % (
+        s // 3600, (s % 3600) // 60, s % 60)

@@ -1,0 +1,68 @@
+"""MrBayes' default moves for the free parameters of an analysis, with names and relative weights.
+
+Parameter moves come from engine.sampler.param_moves; tree moves (topology and branch lengths) from
+engine.moves. Each chain gets its own copies, so tuning and counters are per chain.
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+from engine.sampler.param_moves import ParamMove
+
+# kind -> [(MrBayes name, move kind, weight, tuning, tuning name)]
+_PARAM_MOVES = {
+    "revmat": [("Dirichlet(Revmat%s)", "dirichlet", 0.5, 100.0, "alpha"),
+               ("Slider(Revmat%s)", "slider", 0.5, 0.15, "delta")],
+    "statefreq": [("Dirichlet(Pi%s)", "dirichlet", 0.5, 100.0, "alpha"),
+                  ("Slider(Pi%s)", "slider", 0.5, 0.20, "delta")],
+    "shape": [("Multiplier(Alpha%s)", "multiplier", 1.0, 2.0 * math.log(1.5), "lambda")],
+    "pinvar": [("Slider(Pinvar%s)", "pinvar_slider", 1.0, 0.1, "delta")],
+    "tratio": [("Dirichlet(Tratio%s)", "dirichlet", 1.0, 50.0, "alpha")],
+    "ratemult": [("Dirichlet(Ratemultiplier%s)", "dirichlet", 0.5, 50.0, "alpha"),
+                 ("Slider(Ratemultiplier%s)", "slider", 0.5, 0.05, "delta")],
+}
+
+
+def suffix(divisions, n_divisions: int) -> str:
+    """MrBayes' parameter suffix: '' unpartitioned, '{1,2}' for the divisions sharing it."""
+    if n_divisions <= 1:
+        return ""
+    return "{%s}" % ",".join(map(str, divisions))
+
+
+def parameter_moves(params, n_divisions: int) -> list[ParamMove]:
+    out = []
+    for i, p in enumerate(params):
+        for name, kind, weight, tuning, tname in _PARAM_MOVES[p.kind]:
+            sfx = suffix(p.divisions if p.kind != "ratemult" else (), n_divisions) if p.kind != "ratemult" else ""
+            bounds = (1e-5, 200.0) if p.kind == "shape" else (1e-5, 100.0)
+            out.append(ParamMove(name % sfx, i, kind, weight, tuning, tname, bounds=bounds))
+    return out
+
+
+def tree_moves(n_divisions: int) -> list:
+    """The unconstrained-tree moves (engine.moves) with MrBayes' default weights and names."""
+    from engine.moves import default_tree_moves
+    from engine.sampler.tree_move_slot import TreeMoveSlot
+
+    sfx = "{all}" if n_divisions > 1 else ""
+    out = []
+    for move in default_tree_moves():
+        head, _, inner = move.name.partition("(")
+        params = ",".join(p + sfx for p in inner.rstrip(")").split(","))
+        out.append(TreeMoveSlot(move, "%s(%s)" % (head, params)))
+    return out
+
+
+def build_moves(params, n_divisions: int, include_tree: bool = True) -> list:
+    """The full move list of one chain: parameter moves then tree moves."""
+    moves = parameter_moves(params, n_divisions)
+    if include_tree:
+        moves += tree_moves(n_divisions)
+    return moves
+
+
+def copy_moves(moves: list) -> list:
+    """Independent copies (tuning and counters) for another chain."""
+    return copy.deepcopy(moves)

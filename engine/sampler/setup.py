@@ -1,0 +1,74 @@
+"""Build the chains of an analysis from the Settings: models, free parameters, priors, start trees,
+incremental likelihoods and move lists, one chain per (run, chain) with its own random stream."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.model_settings import build_division_models, rate_multipliers
+from engine.models import build_model
+from engine.parameters import free_parameters
+from engine.priors import brlens_log_prior, parameter_log_prior, topology_log_prior
+from engine.sampler.chain import Chain, PartSlot
+from engine.sampler.incremental import IncrementalPartition
+from engine.sampler.model_state import ModelCache
+from engine.sampler.move_table import build_moves, copy_moves
+from engine.start_state import start_tree
+
+
+def chain_rng(seed: int, run: int, chain: int) -> np.random.Generator:
+    """The random stream of chain (run, chain): independent of how chains are placed on ranks."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(run, chain)))
+
+
+@dataclass
+class Prior:
+    """log prior of a chain state: brlens + topology + every free parameter."""
+
+    brlenspr: object
+    params: list
+    n_chars: dict
+
+    def __call__(self, tree, values) -> float:
+        edges = np.flatnonzero(tree.parent >= 0)
+        lnp = brlens_log_prior(self.brlenspr, tree.brlen[edges], edges < tree.n_tips)
+        lnp += topology_log_prior(tree.n_tips)
+        return lnp + sum(parameter_log_prior(p, self.n_chars, v) for p, v in zip(self.params, values))
+
+
+def _move_context(settings, sets):
+    from engine.moves.base import MoveContext
+
+    flat = [ps for group in sets for ps in group if ps.n_patterns]
+    return MoveContext(n_tips=settings.matrix.ntax, brlens_prior=settings.divisions[0].prset["Brlenspr"],
+                       pattern_masks=[(ps.masks, ps.weights) for ps in flat],
+                       n_states=[ps.n_states for ps in flat], anchor=settings.outgroup)
+
+
+def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True) -> tuple[list[list[Chain]], list]:
+    """Chains of every run (runs x chains) and the free parameters."""
+    models = build_division_models(settings, sets)
+    params = free_parameters(settings)
+    n_chars = {i: float(sum(p.weights.sum() for p in group)) for i, group in enumerate(sets, 1)}
+    fixed_mult = rate_multipliers(settings)
+    prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars)
+    ctx = _move_context(settings, sets)
+    use_data = settings.mcmc.get("Data", "Yes") == "Yes"
+    inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models
+              for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []
+    template = build_moves(params, len(settings.divisions), include_tree=tree_moves)
+    shared = ModelCache()
+    runs = []
+    for run in range(opts.nruns):
+        chains = []
+        for c in range(opts.nchains):
+            rng = chain_rng(seed, run, c)
+            tree = start_tree(settings, rng)
+            parts = [PartSlot(IncrementalPartition(tips, ps.weights, build_model(spec), fixed_mult[div - 1], factory,
+                                                   settings.matrix.ntax), div, spec, fixed_mult[div - 1])
+                     for div, spec, ps, tips in inputs]
+            chains.append(Chain(run, c, rng, tree, [p.value for p in params], parts, copy_moves(template),
+                                prior, ctx, params, shared))
+        runs.append(chains)
+    return runs, params

@@ -1,0 +1,25 @@
+"""Adapter giving engine.moves tree moves the counters and tuning view the chain and files use."""
+from __future__ import annotations
+
+
+class TreeMoveSlot:
+    """Wraps one tree move: `name`, `weight`, `counts`, `autotune`, `tuning` (its lambda, if tuned)."""
+
+    def __init__(self, move, name: str):
+        self.move, self.name, self.weight = move, name, float(move.weight)
+        self.counts = {"tried": 0, "accepted": 0, "batch_tried": 0, "batch_accepted": 0, "batches": 0}
+        self.autotune = move.target is not None
+        self.target = move.target
+        self.tuning_name = "lambda" if self.autotune else None
+
+    @property
+    def tuning(self) -> float | None:
+        return self.move.tuning.get("lambda") if self.autotune else None
+
+    def propose(self, tree, rng, ctx):
+        prop = self.move.propose(tree, rng, ctx)
+        return None if prop.aborted else prop
+
+
+def tune_tree_move(slot: TreeMoveSlot, rate: float) -> None:
+    slot.move.tune(rate)

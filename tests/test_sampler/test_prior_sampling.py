@@ -1,0 +1,68 @@
+"""Sampling the prior (mcmc data=no) through the command language recovers the prior: the 15 unrooted
+topologies of 5 taxa are uniform, and tree length and one branch follow the brlens prior."""
+import io
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from engine.console import Console
+from engine.interpreter import Interpreter
+from engine.output.tfile import read_tfile
+
+DATA5 = """#NEXUS
+begin data; dimensions ntax=5 nchar=4; format datatype=dna;
+matrix
+a ACGT
+b ACGA
+c ACTT
+d AGGT
+e TCGT
+;
+end;
+"""
+
+
+def sample_prior(tmp_path, monkeypatch, brlenspr: str, ngen: int, samplefreq: int):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.nex").write_text(DATA5 + "begin mrbayes; set seed=11 swapseed=12; prset brlenspr=%s;\n"
+                                    "mcmc data=no ngen=%d nruns=1 nchains=1 samplefreq=%d printfreq=%d "
+                                    "mcmcdiagn=no filename=prior; end;\n" % (brlenspr, ngen, samplefreq, ngen))
+    Interpreter(Console(io.StringIO())).run_file(str(tmp_path / "d.nex"))
+    return read_tfile(str(tmp_path / "prior.t"))
+
+
+def _summaries(tfile, n_taxa=5):
+    """(topology as the set of non-trivial splits without taxon a, tree length, branch of taxon a)."""
+    full = (1 << n_taxa) - 1
+    out = []
+    for sample in tfile.trees:
+        edges = [(b, x) for b, x in sample.lengths["edges"] if b != full]
+        splits = frozenset(b if not b & 1 else full ^ b for b, _ in edges if 1 < bin(b).count("1") < n_taxa - 1)
+        out.append((splits, sum(x for _, x in edges), dict(edges)[1]))
+    return out
+
+
+@pytest.mark.parametrize("brlenspr, tl_dist", [
+    ("unconstrained:exponential(10)", stats.gamma(a=7, scale=0.1)),
+    ("unconstrained:gammadir(1,0.1,1,1)", stats.gamma(a=1, scale=10.0)),
+])
+def test_prior_is_recovered(tmp_path, monkeypatch, brlenspr, tl_dist):
+    # thinned to every 50th generation so that the 20k samples are close to independent (the tests
+    # assume independence; every 10th was measurably autocorrelated for tree length)
+    tf = sample_prior(tmp_path, monkeypatch, brlenspr, ngen=1_050_000, samplefreq=50)
+    rows = _summaries(tf)[1001:]  # the chain starts at TL = 0.14: drop the first 1000 samples as burn-in
+    assert len(rows) == 20_000
+    topo = Counter(r[0] for r in rows)
+    assert len(topo) == 15
+    chi2 = stats.chisquare(list(topo.values()))
+    assert chi2.pvalue > 0.001, chi2
+    tl = np.array([r[1] for r in rows])
+    assert stats.kstest(tl, tl_dist.cdf).pvalue > 0.001
+    one = np.array([r[2] for r in rows])  # the branch of taxon a
+    ref = tl_dist.rvs(size=200_000, random_state=np.random.default_rng(1)) * \
+        stats.beta(1, 6).rvs(size=200_000, random_state=np.random.default_rng(2))
+    if "exponential" in brlenspr:
+        ref = stats.expon(scale=0.1).rvs(size=200_000, random_state=np.random.default_rng(3))
+    assert stats.ks_2samp(one, ref).pvalue > 0.001

@@ -22,8 +22,11 @@ def format_length(x: float, scientific: bool = True, precision: int = 6) -> str:
 class TFileWriter:
     """Writes the header on creation, `tree(gen, newick)` per sample, `close()` writes `end;`."""
 
-    def __init__(self, stream: TextIO, run_id: int, taxa: Sequence[str], *, param: str = "tree"):
+    def __init__(self, stream: TextIO, run_id: int, taxa: Sequence[str], *, param: str = "tree",
+                 header: bool = True):
         self.stream = stream
+        if not header:  # continuing a file after a checkpoint
+            return
         stream.write("#NEXUS\n[ID: %d]\n[Param: %s]\nbegin trees;\n   translate\n" % (run_id, param))
         width = max(len(str(len(taxa))), 2) + 6
         for i, name in enumerate(taxa):
@@ -39,22 +42,37 @@ class TFileWriter:
         self.stream.flush()
 
 
-def newick_of(tree, scientific: bool = True, precision: int = 6) -> str:
+def newick_of(tree, scientific: bool = True, precision: int = 6, outgroup: int = 0) -> str:
     """Newick of an `engine.tree.Tree` with 1-based tip numbers (translate indices), MrBayes' number format.
 
-    Children are written in the tree's own order; the basal node of an unrooted tree is a trifurcation.
+    Unrooted trees are written as MrBayes writes them: the basal trifurcation is the outgroup's neighbour
+    and the outgroup comes last, so no written clade holds the outgroup (sumt relies on that).
     """
     kids = tree.children()
+    parent = tree.parent
+    fmt = lambda v: format_length(float(tree.brlen[v]), scientific, precision)  # noqa: E731
+    base = int(parent[outgroup]) if 0 <= outgroup < len(parent) and not kids[outgroup] else -1
+    if base < 0 or len(kids[tree.root]) == 2:
+        base, outgroup = tree.root, -1
 
-    def rec(v: int) -> str:
-        if not kids[v]:
-            return "%d:%s" % (v + 1, format_length(float(tree.brlen[v]), scientific, precision))
-        inner = ",".join(rec(c) for c in kids[v])
-        if int(tree.parent[v]) < 0:
-            return "(%s)" % inner
-        return "(%s):%s" % (inner, format_length(float(tree.brlen[v]), scientific, precision))
+    def neighbours(v: int, came: int) -> list[tuple[int, str]]:
+        """(node, length of the edge to it) for every neighbour of v but `came`, children first."""
+        out = [(c, fmt(c)) for c in kids[v] if c != came and c != outgroup]
+        up = int(parent[v])
+        if up >= 0 and up != came:
+            out.append((up, fmt(v)))
+        return out
 
-    return rec(tree.root)
+    def rec(v: int, came: int, length: str) -> str:
+        nb = neighbours(v, came)
+        if not nb:
+            return "%d:%s" % (v + 1, length)
+        return "(%s):%s" % (",".join(rec(w, v, ln) for w, ln in nb), length)
+
+    parts = [rec(w, base, ln) for w, ln in neighbours(base, -1)]
+    if outgroup >= 0:
+        parts.append("%d:%s" % (outgroup + 1, fmt(outgroup)))
+    return "(%s)" % ",".join(parts)
 
 
 @dataclass

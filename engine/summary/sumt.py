@@ -146,13 +146,20 @@ def _count(files, drop, n_taxa):
     full = (1 << n_taxa) - 1
     for r, f in enumerate(files):
         for t in f.trees[drop:]:
-            root = _tree_parts(t.topology, root, r, nruns, n_taxa, t.lengths["edges"])
+            edges = t.lengths["edges"] if t.rooted else _outgroup_form(t.lengths["edges"], full)
+            root = _tree_parts(t.topology, root, r, nruns, n_taxa, edges)
             key = frozenset((b ^ full if b & 1 else b) for b, _ in t.lengths["edges"]
                             if 2 <= bin(b).count("1") <= n_taxa - 2)
             if key not in topo:
                 topo[key] = [0, t.topology]
             topo[key][0] += 1
     return root, topo
+
+
+def _outgroup_form(edges, full: int):
+    """Edges of an unrooted tree as MrBayes writes it (taxon 1 hanging from the basal node): every split
+    on the side without taxon 1, so the same clade has one key whichever node the file's root is."""
+    return [(b ^ full if b & 1 and b != 1 and b != full else b, length) for b, length in edges]
 
 
 def run_sumt(settings, console) -> dict:

@@ -83,3 +83,43 @@ def test_missing_and_malformed_files(tmp_path):
     (tmp_path / "bad.t").write_text("#NEXUS\nbegin trees;\n tree gen.0 = [&U] (1,2,(3;\nend;\n")
     with pytest.raises(InputFileError):
         read_tfile(str(tmp_path / "bad.t"))
+
+
+def _write_t(path, newicks, taxa):
+    with open(path, "w") as fh:
+        w = TFileWriter(fh, 7, taxa)
+        for g, nw in enumerate(newicks):
+            w.tree(g * 10, nw)
+        w.close()
+
+
+def test_sumt_one_key_per_clade_whatever_the_written_root(tmp_path):
+    """Runs that write the same unrooted tree from different roots must count the clade once (a run that
+    put taxon 1 inside a written clade once doubled every clade key and halved its probability)."""
+    taxa = ["a", "b", "c", "d", "e", "f"]
+    mb_form = "((2:0.1,3:0.1):0.1,(4:0.1,(5:0.1,6:0.1):0.1):0.1,1:0.1)"
+    other_root = "(4:0.1,(5:0.1,6:0.1):0.1,((2:0.1,3:0.1):0.1,1:0.1):0.1)"
+    _write_t(tmp_path / "x.run1.t", [mb_form] * 8, taxa)
+    _write_t(tmp_path / "x.run2.t", [other_root] * 8, taxa)
+    s = types.SimpleNamespace(sumt={"Nruns": 2, "Filename": str(tmp_path / "x")}, options={}, mcmc={})
+    run_sumt(s, _Console())
+    rows = (tmp_path / "x.parts").read_text().splitlines()[1:]
+    pictures = [r.split("\t")[1] for r in rows]
+    assert len(pictures) == len(set(pictures))
+    tstat = [r for r in (tmp_path / "x.tstat").read_text().splitlines() if r[:1].isdigit()]
+    assert [float(r.split()[2]) for r in tstat] == [1.0, 1.0, 1.0]
+
+
+def test_newick_writes_the_outgroup_last_at_the_basal_node():
+    from engine.output.tfile import newick_of, parse_newick
+    from engine.tree import random_tree
+    import numpy as np
+    for seed in range(20):
+        t = random_tree(9, np.random.default_rng(seed))
+        text = newick_of(t, False, 4)
+        assert text.endswith(",1:%.4f)" % t.brlen[0])
+        _, edges = parse_newick(text, {str(i + 1): i for i in range(9)}, None)
+        full = (1 << 9) - 1
+        assert all(not (b & 1) for b, _ in edges if b not in (1, full))
+        assert sorted(tree_splits(t)) == sorted(s for s in nested_splits(parse_newick(
+            text, {str(i + 1): i for i in range(9)}, None)[0], 9))

@@ -43,13 +43,18 @@ def log_means(lnl) -> tuple[float, float, bool]:
                 if y > 5000.0:
                     reliable = False
                     continue
-                a /= math.exp(y - 100.0)
+                a /= _c_exp(y - 100.0)   # C's exp: inf past the range, so a becomes 0
                 scaler += y - 100.0
                 y = 100.0
             a = math.exp(y) if n < 0.5 else a + math.exp(y)
             n += 1.0
-        out.append(sign * (math.log(a / n) + scaler))
+        out.append(sign * ((math.log(a / n) if a > 0.0 else -math.inf) + scaler))
     return out[0], out[1], reliable
+
+
+def _c_exp(z: float) -> float:
+    """exp with C's overflow behaviour (inf instead of Python's OverflowError)."""
+    return math.exp(z) if z < 709.0 else math.inf
 
 
 def param_stats(runs: list[np.ndarray], hpd: bool) -> dict:

@@ -123,3 +123,12 @@ def test_newick_writes_the_outgroup_last_at_the_basal_node():
         assert all(not (b & 1) for b, _ in edges if b not in (1, full))
         assert sorted(tree_splits(t)) == sorted(s for s in nested_splits(parse_newick(
             text, {str(i + 1): i for i in range(9)}, None)[0], 9))
+
+
+def test_log_means_survive_a_wide_spread():
+    """Samples thousands of log units apart (a run from a random start) overflowed Python's exp."""
+    import math
+    from engine.summary.sump import log_means
+    am, hm, ok = log_means([-40701.41, -38318.98])
+    assert ok and math.isclose(am, -38318.98 - math.log(2), rel_tol=1e-12)
+    assert math.isclose(hm, -40701.41 + math.log(2), rel_tol=1e-12)

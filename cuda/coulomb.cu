@@ -127,14 +127,13 @@ __device__ __noinline__ int exact_bin(const double* __restrict__ ad, int ix, int
     return (int)fmin(__dmul_rn(r, 100.0), (double)(MAX_DIST - 1));
 }
 
-// Same for the distance-dependent dielectric: q * (332 / eps(bin(r))) / max(r, 0.5).
-__device__ __forceinline__ void add_atom_ddd(float (&acc)[NX], const float (&off)[NX], const float4 at,
-                                             const RowGeom& g, const float* s_reps,
-                                             const double* __restrict__ ad, double hd, float guard)
+// The NX points of one atom, distance-dependent dielectric: q * (332 / eps(bin(r))) / max(r, 0.5).
+// CHECK: some point may lie within R_EXACT of the atom, so near-edge bins are redone in fp64.
+template <bool CHECK>
+__device__ __forceinline__ void ddd_points(float (&acc)[NX], const float (&off)[NX], const float4 at,
+                                           float yz2, float dx0, const RowGeom& g, const float* s_reps,
+                                           const double* __restrict__ ad, double hd, float guard)
 {
-    const float dy = at.y - g.y, dz = at.z - g.z;
-    const float yz2 = fmaf(dy, dy, dz * dz);
-    const float dx0 = at.x - g.x0;
 #pragma unroll
     for (int k = 0; k < NX; ++k) {
         const float dx = dx0 - off[k];
@@ -146,7 +145,7 @@ __device__ __forceinline__ void add_atom_ddd(float (&acc)[NX], const float (&off
         const int idx = __float_as_int(t) - 0x4B000000;             // floor(100 r)
         const float w = at.w * fminf(rinv, 2.0f);                   // q / max(r, 0.5)
         float reps = REPS(t, idx);
-        if (r2 < R_EXACT * R_EXACT) {                               // rare in bulk: close pairs
+        if (CHECK && r2 < R_EXACT * R_EXACT) {                      // rare in bulk: close pairs
             const float frac = fmaf(r, 100.0f, 8388608.0f - t);     // 100 r - floor(100 r)
             if (fabsf(frac - 0.5f) > 0.5f - guard) {
                 const int b = exact_bin(ad, (int)(g.ix0 + k * BLOCK_X - g.nex), (int)(g.iy - g.ney),
@@ -156,6 +155,22 @@ __device__ __forceinline__ void add_atom_ddd(float (&acc)[NX], const float (&off
         }
         acc[k] = fmaf(w, reps, acc[k]);
     }
+}
+
+// One atom, distance-dependent dielectric. r2 = fma(dx, dx, yz2) >= yz2 under round-to-nearest, so
+// when the row's y/z distance alone reaches R_EXACT no point needs the exact-bin test: that branch is
+// uniform across the warp for most atoms and runs the unchecked loop (same results, bit for bit).
+__device__ __forceinline__ void add_atom_ddd(float (&acc)[NX], const float (&off)[NX], const float4 at,
+                                             const RowGeom& g, const float* s_reps,
+                                             const double* __restrict__ ad, double hd, float guard)
+{
+    const float dy = at.y - g.y, dz = at.z - g.z;
+    const float yz2 = fmaf(dy, dy, dz * dz);
+    const float dx0 = at.x - g.x0;
+    if (yz2 < R_EXACT * R_EXACT)
+        ddd_points<true>(acc, off, at, yz2, dx0, g, s_reps, ad, hd, guard);
+    else
+        ddd_points<false>(acc, off, at, yz2, dx0, g, s_reps, ad, hd, guard);
 }
 
 #define CHUNK (BLOCK_X * BLOCK_Y)

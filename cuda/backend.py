@@ -283,6 +283,21 @@ class CudaBackend:
                     self.launch_level(d_ops, start, min(MAX_GRID_Y, first + count - start))
                 first += count
 
+    def update_partials_levels(self, ops: np.ndarray, counts) -> None:
+        """Operations already grouped by dependency level (`counts` rows per level, in order): one upload,
+        one launch per level. The batched sampler knows the levels from the trees, so no scheduling here."""
+        ops = np.ascontiguousarray(ops, dtype=np.int64)
+        if not len(ops):
+            return
+        with self.dev:
+            self._sync_tips()
+            d_ops = self._upload("ops", ops)
+            first = 0
+            for count in counts:
+                for start in range(first, first + count, MAX_GRID_Y):
+                    self.launch_level(d_ops, start, min(MAX_GRID_Y, first + count - start))
+                first += count
+
     def launch_level(self, d_ops, start: int, n: int, stream=None) -> None:
         """One launch of the n operations d_ops[start:start+n] (independent of each other)."""
         spec = self.spec
@@ -292,6 +307,75 @@ class CudaBackend:
             (gx, n), (self.pattern_block, spec.n_categories, 1), stream, d_ops, start, spec.n_patterns,
             spec.n_tips, self.d_partials, self._tip_partials_ptr(), self.d_tip_states, self.d_tip_index,
             self.d_matrices, self.d_scale, shared_size=self.partials_shared)
+
+    # ------------------------------------------------------------------ one generation, one copy
+    def batch_launch(self, matrix_groups, ops: np.ndarray, counts, scale_jobs, root_calls, tag: str = ""):
+        """A whole flush of the batched sampler: matrices [(eigen, rates, indices, lengths)], operations in
+        level order (`counts` per level), scale jobs [(cumulative, reset, indices, sign)] and root calls.
+
+        Everything is packed into ONE host-to-device copy first, then every launch is queued without
+        waiting, so the host is free until `batch_fetch(handle)` reads the root sums (the generation's one
+        device-to-host copy). `tag` keeps the buffers of flushes in flight at the same time apart.
+        """
+        s, c = self.spec.n_states, self.spec.n_categories
+        idx, lengths, eig_of, eigens, rates = [], [], [], [], []
+        for e, (eigen, cat_rates, indices, edges) in enumerate(matrix_groups):
+            idx.append(np.asarray(indices, dtype=np.int64).ravel())
+            lengths.append(np.asarray(edges, dtype=np.float64).ravel())
+            eig_of.append(np.full(idx[-1].size, e, dtype=np.int64))
+            eigens += [np.asarray(eigen.values, dtype=np.float64).ravel(),
+                       np.asarray(eigen.vectors, dtype=np.float64).ravel(),
+                       np.asarray(eigen.inverse, dtype=np.float64).ravel()]
+            rates.append(np.asarray(cat_rates, dtype=np.float64).ravel())
+        n_mat = int(sum(i.size for i in idx))
+        ops = np.ascontiguousarray(ops, dtype=np.int64).reshape(-1, 7)
+        table, flat = scale_job_arrays(scale_jobs)
+        jobs, params = root_job_arrays(root_calls, s, c)
+        ints = idx + eig_of + [ops.ravel(), table.ravel(), flat, jobs.ravel()]
+        reals = lengths + eigens + rates + [params.ravel()]
+        sizes = [sum(a.size for a in idx), sum(a.size for a in eig_of), ops.size, table.size, flat.size, jobs.size]
+        n_int = sum(sizes)
+        blob = np.concatenate([np.concatenate(ints), np.concatenate(reals).view(np.int64)])
+        p = self.spec.n_patterns
+        gx = int(min(-(-p // ROOT_BLOCK), 1024))
+        with self.dev:
+            self._sync_tips()
+            compat = self._invariant_site_table() if np.any(params[:, -2] > 0.0) else 0
+            base = self._upload("batch" + tag, blob)
+            at = np.cumsum([0] + sizes) * 8 + base            # byte addresses of the int sections
+            real0 = base + 8 * n_int
+            if n_mat:
+                n_e, total = len(matrix_groups), n_mat * c * s * s
+                grid = (int(min(-(-total // 256), 8 * self.n_sm * 8)), 1)
+                self.k_matrices.prepared_async_call(grid, (256, 1, 1), None, n_mat, int(at[0]), real0, int(at[1]),
+                                                    real0 + 8 * n_mat, real0 + 8 * (n_mat + n_e * (s + 2 * s * s)),
+                                                    self.d_matrices)
+            first = 0
+            for count in counts:
+                for start in range(first, first + count, MAX_GRID_Y):
+                    self.launch_level(int(at[2]), start, min(MAX_GRID_Y, first + count - start))
+                first += count
+            if len(scale_jobs):
+                grid = (int(min(-(-p // 256), 4 * self.n_sm)), len(scale_jobs))
+                self.k_scale.prepared_async_call(grid, (256, 1, 1), None, self.d_scale, p, int(at[3]), int(at[4]))
+            d_params = real0 + 8 * (sum(a.size for a in lengths) + sum(a.size for a in eigens)
+                                    + sum(a.size for a in rates))
+            d_sums = self._work("root_sums" + tag, 16 * gx * len(root_calls))
+            self.k_root.prepared_async_call((gx, len(root_calls)), (ROOT_BLOCK, 1, 1), None, int(at[5]), d_params, p,
+                                            self.spec.n_tips, self.d_partials, self._tip_partials_ptr(),
+                                            self.d_tip_states, self.d_tip_index, self.d_matrices, self.d_scale,
+                                            compat, self.d_weights, 0, d_sums, shared_size=self.mat_shared)
+        return (d_sums, len(root_calls), gx)
+
+    def batch_fetch(self, handle) -> list[float]:
+        """The root log likelihoods of a batch_launch (waits for its launches: one small copy)."""
+        import pycuda.driver as drv
+
+        d_sums, n_calls, gx = handle
+        sums = np.empty((n_calls, gx, 2))
+        with self.dev:
+            drv.memcpy_dtoh(sums, d_sums)
+        return [compensated_total(row) for row in sums]
 
     # ------------------------------------------------------------------ scaling
     def reset_scale(self, cumulative: int) -> None:

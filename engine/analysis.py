@@ -37,36 +37,52 @@ def output_stem(settings) -> str:
 
 def run_mcmc(interp) -> None:
     """Build the chains, report their starting states, run MC3, write the files, print the summary."""
+    from engine.checkpoint.session import CheckpointSession
     from engine.likelihood.select import choose_backend
     from engine.sampler.mc3 import MC3, RunOptions
     from engine.sampler.setup import build_runs
     from engine.sampler.sink import FileSink
 
     s, con = interp.settings, interp.console
+    ckp = CheckpointSession.begin(s, output_stem(s), con)  # append=yes: read, verify, adopt seeds
     if s.options.get("Seed") is None:
         s.options["Seed"] = int(time.time()) % 2147483647
     if s.options.get("Swapseed") is None:
         s.options["Swapseed"] = s.options["Seed"]
     con.print("   Seed = %d" % s.options["Seed"])
     con.print("   Swapseed = %d" % s.options["Swapseed"])
+    from engine.mpi.comm import world
+
+    comm = world()    # launched by mpirun/srun: the distributed MC3 (engine.mpi); None for a serial run
+    if comm is not None:
+        from engine.mpi.run import run_mcmc_mpi
+
+        return run_mcmc_mpi(interp, comm, ckp)
     sets = division_pattern_sets(s)
     report_patterns(con, sets)
     opts = RunOptions.from_settings(s.mcmc)
+    ckp.check_inputs(s, sets, opts)
     factory = choose_backend(s.options, con) if s.mcmc.get("Data", "Yes") == "Yes" else None
     runs, params = build_runs(s, sets, opts, factory, s.options["Seed"])
+    ckp.restore_chains(runs)
     for r, chains in enumerate(runs):
         con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))
         for c in chains:
             con.print("      Chain %d -- %.6f -- %.6f" % (c.index + 1, c.lnl, c.lnpr))
-    sink = FileSink(s, params, output_stem(s), [_run_id(s.options["Seed"], r) for r in range(opts.nruns)], opts, con)
+    sink = FileSink(s, params, output_stem(s), [_run_id(s.options["Seed"], r) for r in range(opts.nruns)], opts, con,
+                    append=ckp.prepare_outputs())
     mc3 = MC3(runs, opts, np.random.default_rng(s.options["Swapseed"]), sink, con)
+    ckp.attach(mc3, sink)
     con.print("   Chain results (%d generations requested):" % opts.ngen)
-    try:
-        mc3.run()
-    finally:
-        sink.close()
+    with ckp.signals():
+        try:
+            mc3.run()
+            ckp.finish(mc3)
+        finally:
+            sink.close()
     for line in mc3.summary():
         con.print(line)
+    ckp.raise_if_stopped()
 
 
 def _run_id(seed: int, run: int) -> int:

@@ -40,9 +40,10 @@ def _list_devices() -> int:
 
 
 def _run_files(argv: list[str]) -> int:
+    from .mpi.run import main as run_session
     from .session import run_cli
 
-    return run_cli(argv)
+    return run_session(argv, run_cli)   # under mpirun/srun: rank 0 runs the session, the others serve it
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,8 @@
 """Shared fixtures and the skip rules for `gpu` and `mpi` tests."""
+import importlib.util
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,13 +19,17 @@ def _cuda_ok() -> bool:
     return cuda_available()
 
 
-def _under_mpiexec() -> bool:
-    return any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
+def _mpi_ok() -> bool:
+    """mpi4py and an mpiexec (the `mpi` extra's MPICH, $MBGPU_MPIEXEC, or one on PATH) are present."""
+    if importlib.util.find_spec("mpi4py") is None:
+        return False
+    return bool(os.environ.get("MBGPU_MPIEXEC") or shutil.which("mpiexec", path=os.path.dirname(sys.executable))
+                or shutil.which("mpiexec"))
 
 
 def pytest_collection_modifyitems(config, items):
     cuda = None
-    mpi = _under_mpiexec()
+    mpi = _mpi_ok()
     for item in items:
         if "gpu" in item.keywords:
             if cuda is None:
@@ -30,7 +37,7 @@ def pytest_collection_modifyitems(config, items):
             if not cuda:
                 item.add_marker(pytest.mark.skip(reason="no CUDA device or pycuda"))
         if "mpi" in item.keywords and not mpi:
-            item.add_marker(pytest.mark.skip(reason="not launched by mpiexec"))
+            item.add_marker(pytest.mark.skip(reason="needs mpi4py and an mpiexec (pip install -e '.[mpi]')"))
 
 
 @pytest.fixture(scope="session")

@@ -127,6 +127,7 @@ def _set() -> list[Param]:
         Choice("Beaglescaling", "Dynamic", "rescaling", ("Always", "Dynamic")),
         YesNo("Beaglesse", "No", "accepted for compatibility"), YesNo("Beaglethreads", "Yes", "accepted"),
         Int("Beaglethreadcount", 99, "accepted for compatibility", 0), YesNo("Beaglefloattips", "No", "accepted"),
+        Int("Sitesplit", 1, "MPI: ranks per chain group that split the site patterns (docs/hpc.md)", 1),
     ]
 
 

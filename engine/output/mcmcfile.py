@@ -21,8 +21,12 @@ def column_name(move_name: str) -> str:
 class McmcFileWriter:
     """Header from the moves of each run's cold chain; rows from the same objects."""
 
-    def __init__(self, stream: TextIO, run_id: int, moves_per_run: list[list], nchains: int, with_stddev: bool):
+    def __init__(self, stream: TextIO, run_id: int, moves_per_run: list[list] | None, nchains: int,
+                 with_stddev: bool, *, header: bool = True):
+        """`header=False`: continue an existing file (after a checkpoint); `moves_per_run` may then be None."""
         self.stream, self.nchains, self.with_stddev = stream, nchains, with_stddev
+        if not header:
+            return
         cols = ["Gen"]
         for run, moves in enumerate(moves_per_run, 1):
             for m in moves:

@@ -18,9 +18,11 @@ class PFileWriter:
     """Writes the header on creation and one row per `row()` call; the caller owns the stream."""
 
     def __init__(self, stream: TextIO, run_id: int, columns: Sequence[str], *, scientific: bool = True,
-                 precision: int = 6):
+                 precision: int = 6, header: bool = True):
         self.stream, self.columns = stream, list(columns)
         self.scientific, self.precision = scientific, precision
+        if not header:  # continuing a file after a checkpoint
+            return
         stream.write("[ID: %d]\n" % run_id)
         stream.write("\t".join(["Gen", "LnL", "LnPr"] + self.columns) + "\n")
 

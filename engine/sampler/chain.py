@@ -78,7 +78,7 @@ class Chain:
         old = sum(part.inc.lnl for part in touched)
         for part in touched:
             mult = rate_multiplier(self.params, values, part.division, part.fixed_mult)
-            part.inc.propose(self.tree, self._model_of(part, values), mult)
+            part.inc.stage(self.tree, self._model_of(part, values), mult)
         return self.tree, values, log_h, touched, old
 
     def _propose_tree(self, move):
@@ -87,14 +87,27 @@ class Chain:
             return None
         old = sum(part.inc.lnl for part in self.parts)
         for part in self.parts:
-            part.inc.propose(prop.tree)
+            part.inc.stage(prop.tree)
         return prop.tree, self.values, float(prop.log_hastings), list(self.parts), old
 
     # -- one step ----------------------------------------------------------------------------
     def step(self, heat: float, tunefreq: int, autotune: bool) -> None:
         """Pick a move by weight, propose, accept or reject (restoring caches on rejection)."""
+        from engine.sampler.batch_step import flush_chains
+
+        pending = self.begin_step()
+        flush_chains([self])
+        self.end_step(pending, heat, tunefreq, autotune)
+
+    def begin_step(self):
+        """Pick a move and propose; the likelihood work is queued (batched) or done (per-chain path)."""
         move = self.moves[int(self.rng.choice(len(self.moves), p=self.weights))]
         got = self._propose_params(move) if isinstance(move, ParamMove) else self._propose_tree(move)
+        return move, got
+
+    def end_step(self, pending, heat: float, tunefreq: int, autotune: bool) -> None:
+        """After the flush: accept or reject the proposal of begin_step()."""
+        move, got = pending
         if got is None:
             record(move, False, tunefreq, autotune)
             return

@@ -69,6 +69,10 @@ class IncrementalPartition:
         self.lnl = self._root(tree)
         return self.lnl
 
+    def stage(self, tree: Tree, model=None, rate_multiplier: float | None = None) -> None:
+        """Chain.begin_step's call: the per-chain path computes at once (batch_step.LanePartition queues)."""
+        self.propose(tree, model, rate_multiplier)
+
     def accept(self) -> None:
         self._saved = None
 

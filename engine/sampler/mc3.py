@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.sampler.batch_step import step_generation
 from engine.sampler.screen import IND, acceptance_table, chain_line, heat_table, hms, swap_table
-from engine.sampler.swaps import SwapTable, heat, try_swap
+from engine.sampler.swaps import SwapTable, try_swap
 
 
 @dataclass
@@ -56,15 +57,17 @@ class MC3:
         self.ranks = [list(range(opts.nchains)) for _ in runs]
         self.swaps = [SwapTable(opts.nchains) for _ in runs]
         self.gen = 0
+        self.after_generation = None  # callable(mc3, gen) -> True to stop (checkpoints, stop signals)
 
     def cold(self, run: int):
         return self.runs[run][self.ranks[run].index(0)]
 
     def run(self) -> int:
         """Advance to ngen (or until the stop rule fires); returns the last generation."""
-        o, start = self.opts, time.time()
-        self.sink.sample(0, self)
-        self.console.print(chain_line(0, self.runs, self.ranks, None))
+        o, start, first = self.opts, time.time(), self.gen
+        if first == 0:  # a continuation (gen > 0, restored from a checkpoint) has sampled it already
+            self.sink.sample(0, self)
+            self.console.print(chain_line(0, self.runs, self.ranks, None))
         for gen in range(self.gen + 1, o.ngen + 1):
             self.gen = gen
             self.step_all()
@@ -73,21 +76,21 @@ class MC3:
             if gen % o.samplefreq == 0:
                 self.sink.sample(gen, self)
             if gen % o.printfreq == 0:
-                left = (time.time() - start) / gen * (o.ngen - gen)
+                left = (time.time() - start) / (gen - first) * (o.ngen - gen)
                 self.console.print(chain_line(gen, self.runs, self.ranks, hms(left)))
             if o.mcmcdiagn and gen % o.diagnfreq == 0:
                 stat = self.sink.diagnose(gen, self)
                 if stat is not None and o.stoprule and stat <= o.stopval:
                     self.console.print("%sStopping: the diagnostic %.6f is below stopval %.3f" % (IND, stat, o.stopval))
                     break
+            if self.after_generation is not None and self.after_generation(self, gen):
+                break
         self.elapsed = time.time() - start
         return self.gen
 
     def step_all(self) -> None:
-        o = self.opts
-        for chains, ranks in zip(self.runs, self.ranks):
-            for pos, chain in enumerate(chains):
-                chain.step(heat(ranks[pos], o.temp), o.tunefreq, o.autotune)
+        """Every chain proposes, batched flushes evaluate the proposals, every chain decides (batch_step)."""
+        step_generation(self.runs, self.ranks, self.opts)
 
     def swap_all(self) -> None:
         if self.opts.nchains < 2:

@@ -11,7 +11,7 @@ from engine.models import build_model
 from engine.parameters import free_parameters
 from engine.priors import brlens_log_prior, parameter_log_prior, topology_log_prior
 from engine.sampler.chain import Chain, PartSlot
-from engine.sampler.incremental import IncrementalPartition
+from engine.sampler.batch_step import PartFactory
 from engine.sampler.model_state import ModelCache
 from engine.sampler.move_table import build_moves, copy_moves
 from engine.start_state import start_tree
@@ -46,8 +46,13 @@ def _move_context(settings, sets):
                        n_states=[ps.n_states for ps in flat], anchor=settings.outgroup)
 
 
-def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True) -> tuple[list[list[Chain]], list]:
-    """Chains of every run (runs x chains) and the free parameters."""
+def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True,
+               owned=None) -> tuple[list[list[Chain]], list]:
+    """Chains of every run (runs x chains) and the free parameters.
+
+    `owned(run, chain) -> bool` (MPI): chains it rejects are not built and are None in the result;
+    every built chain has the same random stream and start state as without `owned`.
+    """
     models = build_division_models(settings, sets)
     params = free_parameters(settings)
     n_chars = {i: float(sum(p.weights.sum() for p in group)) for i, group in enumerate(sets, 1)}
@@ -59,15 +64,19 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
               for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []
     template = build_moves(params, len(settings.divisions), include_tree=tree_moves)
     shared = ModelCache()
+    lanes = PartFactory(factory, settings.matrix.ntax, sum(1 for r in range(opts.nruns) for c in range(opts.nchains)
+                                                           if owned is None or owned(r, c)))
     runs = []
     for run in range(opts.nruns):
         chains = []
         for c in range(opts.nchains):
+            if owned is not None and not owned(run, c):
+                chains.append(None)
+                continue
             rng = chain_rng(seed, run, c)
             tree = start_tree(settings, rng)
-            parts = [PartSlot(IncrementalPartition(tips, ps.weights, build_model(spec), fixed_mult[div - 1], factory,
-                                                   settings.matrix.ntax), div, spec, fixed_mult[div - 1])
-                     for div, spec, ps, tips in inputs]
+            parts = [PartSlot(lanes.new(k, tips, ps.weights, build_model(spec), fixed_mult[div - 1]), div, spec,
+                              fixed_mult[div - 1]) for k, (div, spec, ps, tips) in enumerate(inputs)]
             chains.append(Chain(run, c, rng, tree, [p.value for p in params], parts, copy_moves(template),
                                 prior, ctx, params, shared))
         runs.append(chains)

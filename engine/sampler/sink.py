@@ -3,6 +3,7 @@ behind the average standard deviation of split frequencies (ASDSF) printed every
 from __future__ import annotations
 
 import math
+import os
 
 from engine.errors import InputFileError, ModelError
 from engine.output.mcmcfile import McmcFileWriter
@@ -13,33 +14,47 @@ from engine.sampler.screen import IND
 from engine.splits import SplitCounter
 
 
-def _open(path: str):
+def _open(path: str, mode: str = "w"):
     try:
-        return open(path, "w", encoding="ascii")
+        return open(path, mode, encoding="ascii")
     except OSError as exc:
         raise InputFileError("cannot write '%s': %s" % (path, exc.strerror)) from None
 
 
-class FileSink:
-    """Opens every output file at the start; `sample`, `diagnose`, then `close`."""
+def output_paths(stem: str, nruns: int) -> list[str]:
+    """Every file a run writes, in a fixed order: each run's .p and .t, then the .mcmc file."""
+    pairs = [("%s.p" % stem, "%s.t" % stem) if nruns == 1 else
+             ("%s.run%d.p" % (stem, r + 1), "%s.run%d.t" % (stem, r + 1)) for r in range(nruns)]
+    return [p for pair in pairs for p in pair] + ["%s.mcmc" % stem]
 
-    def __init__(self, settings, params, stem: str, run_ids: list[int], opts, console):
+
+class FileSink:
+    """Opens every output file at the start; `sample`, `diagnose`, then `close`.
+
+    With `append=True` (a continuation from a checkpoint) the files, already truncated to the
+    checkpoint's offsets, are opened for appending and no headers are written.
+    """
+
+    def __init__(self, settings, params, stem: str, run_ids: list[int], opts, console, append: bool = False):
         self.settings, self.params, self.opts, self.console = settings, params, opts, console
         self.sci = settings.options["Scientific"] == "Yes"
         self.prec = int(settings.options["Precision"])
         n = opts.nruns
-        self.paths = [("%s.p" % stem, "%s.t" % stem) if n == 1 else
-                      ("%s.run%d.p" % (stem, r + 1), "%s.run%d.t" % (stem, r + 1)) for r in range(n)]
+        names = output_paths(stem, n)
+        self.paths = [(names[2 * r], names[2 * r + 1]) for r in range(n)]
         cols = column_names(settings, params)
+        mode, head = ("a", False) if append else ("w", True)
         self.files, self.p, self.t = [], [], []
         for r, (pp, tp) in enumerate(self.paths):
-            pf, tf = _open(pp), _open(tp)
+            pf, tf = _open(pp, mode), _open(tp, mode)
             self.files += [pf, tf]
-            self.p.append(PFileWriter(pf, run_ids[r], cols, scientific=self.sci, precision=self.prec))
-            self.t.append(TFileWriter(tf, run_ids[r], settings.matrix.taxa))
+            self.p.append(PFileWriter(pf, run_ids[r], cols, scientific=self.sci, precision=self.prec, header=head))
+            self.t.append(TFileWriter(tf, run_ids[r], settings.matrix.taxa, header=head))
         self.mcmc = None
-        self.mcmc_path = "%s.mcmc" % stem
+        self.mcmc_path = names[-1]
         self.run_id = run_ids[0]
+        if append and os.path.exists(self.mcmc_path):
+            self._open_mcmc(None, "a")
         self.splits = SplitCounter(n, settings.matrix.ntax, outgroup=settings.outgroup,
                                    minpartfreq=opts.minpartfreq, relburnin=opts.relburnin,
                                    burninfrac=opts.burninfrac, burnin=opts.burnin)
@@ -53,7 +68,7 @@ class FileSink:
                 raise ModelError("run %d reached a non-finite state at generation %d; nothing was written for it"
                                  % (r + 1, gen))
             self.p[r].row(gen, c.lnl, c.lnpr, values)
-            self.t[r].tree(gen, newick_of(c.tree, self.sci, self.prec))
+            self.t[r].tree(gen, newick_of(c.tree, self.sci, self.prec, self.settings.outgroup))
             self.splits.add_tree(r, c.tree)
 
     def diagnose(self, gen: int, mc3):
@@ -67,13 +82,26 @@ class FileSink:
             else:
                 self.console.print("%sAverage standard deviation of split frequencies: %f" % (IND, stat))
         if self.mcmc is None:
-            fh = _open(self.mcmc_path)
-            self.files.append(fh)
-            self.mcmc = McmcFileWriter(fh, self.run_id, [mc3.cold(r).moves for r in range(self.opts.nruns)],
-                                       self.opts.nchains, self.opts.nruns > 1)
+            self._open_mcmc(mc3, "w")
         self.mcmc.row(gen, [mc3.cold(r).moves for r in range(self.opts.nruns)], mc3.swaps, stat)
         self.last_stat = stat
         return stat
+
+    def _open_mcmc(self, mc3, mode: str) -> None:
+        fh = _open(self.mcmc_path, mode)
+        self.files.append(fh)
+        moves = [mc3.cold(r).moves for r in range(self.opts.nruns)] if mc3 is not None else None
+        self.mcmc = McmcFileWriter(fh, self.run_id, moves, self.opts.nchains, self.opts.nruns > 1,
+                                   header=mode == "w")
+
+    def output_sizes(self) -> dict[str, int]:
+        """Flush and fsync every output file; {path: bytes written} (-1: not created yet)."""
+        sizes = {}
+        for fh in self.files:
+            fh.flush()
+            os.fsync(fh.fileno())
+            sizes[fh.name] = os.fstat(fh.fileno()).st_size
+        return {p: sizes.get(p, -1) for pair in self.paths for p in pair} | {self.mcmc_path: sizes.get(self.mcmc_path, -1)}
 
     def close(self) -> None:
         for t in self.t:

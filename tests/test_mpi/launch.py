@@ -1,0 +1,72 @@
+"""Start `mbgpu` runs under mpiexec (or serially) in a folder, for the MPI tests."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.conftest import SHARED
+
+LAUNCH_PREFIXES = ("OMPI_", "PMI", "PMIX", "MPI_LOCAL", "HYDRA", "SLURM_", "MBGPU_MPI_FAULT")
+KEEP_PREFIXES = ("OMPI_MCA_", "OMPI_ALLOW_RUN_AS_ROOT")    # the site's MPI configuration, not a launch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _data() -> Path:
+    """../shared's primates.nex, else the data block of configs/examples/primates.nex (a bare checkout)."""
+    shared = SHARED / "data" / "mrbayes" / "primates.nex"
+    if shared.exists():
+        return shared
+    text = (ROOT / "configs" / "examples" / "primates.nex").read_text()
+    path = Path(tempfile.gettempdir()) / "mbgpu_test_mpi_primates.nex"
+    path.write_text(text[:text.lower().index("begin mrbayes")])
+    return path
+
+
+DATA = _data()
+MCMC = ("mcmc ngen={ngen} nruns=2 nchains=2 samplefreq=10 printfreq=20 diagnfreq=20 tunefreq=10 checkfreq=20 "
+        "filename=r{extra};")
+
+
+def block(ngen: int = 60, mcmc_extra: str = "", set_extra: str = "") -> str:
+    """A small GTR+G analysis of the primates data: 2 runs x 2 chains (so N = 1..4 ranks)."""
+    return ("#NEXUS\nbegin mrbayes; set seed=5 swapseed=7 %s; execute %s; lset nst=6 rates=gamma;\n %s\nend;\n"
+            % (set_extra, DATA, MCMC.format(ngen=ngen, extra=(" " + mcmc_extra) if mcmc_extra else "")))
+
+
+def clean_env(**extra) -> dict:
+    """This environment without any launcher's variables, on the CPU backend, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_PREFIXES) or k.startswith(KEEP_PREFIXES)}
+    env["MBGPU_BACKEND"] = "cpu"
+    env.update(extra)
+    return env
+
+
+def mpiexec() -> str | None:
+    """$MBGPU_MPIEXEC, else the mpiexec beside this Python (the mpich wheel's), else the one on PATH."""
+    return os.environ.get("MBGPU_MPIEXEC") or shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+
+
+def _flags(exe: str) -> list[str]:
+    text = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    if "Open MPI" in text or "OpenRTE" in text:
+        return ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    return []
+
+
+def run(folder: Path, text: str, n: int | None, timeout: float = 240, **env) -> subprocess.CompletedProcess:
+    """Write `text` to folder/run.nex and run it with n ranks (None: serially, no launcher at all)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.nex").write_text(text)
+    cmd = [sys.executable, "-m", "engine.mpi", "run.nex"]
+    if n is not None:
+        exe = mpiexec()
+        cmd = [exe, *_flags(exe), "-n", str(n), *cmd]
+    return subprocess.run(cmd, cwd=folder, env=clean_env(**env), capture_output=True, text=True, timeout=timeout)
+
+
+OUTPUTS = ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc")

@@ -1,0 +1,120 @@
+"""Runs under `mpiexec -n 1..4` (oversubscribed on 2 cores) against the serial run: byte-identical files,
+one screen, a clear error for too many ranks, a failing or killed rank stopping the whole job."""
+import time
+
+import pytest
+
+from tests.test_mpi.launch import OUTPUTS, block, run
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("serial")
+    proc = run(folder, block(), None)
+    assert proc.returncode == 0, proc.stderr
+    return folder
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_outputs_byte_identical_to_serial(tmp_path, serial, n):
+    proc = run(tmp_path, block(), n)
+    assert proc.returncode == 0, proc.stderr
+    for name in OUTPUTS:
+        assert (tmp_path / name).read_bytes() == (serial / name).read_bytes(), name
+    out = proc.stdout
+    assert out.count("Chain results (60 generations requested)") == 1      # one screen, not n copies
+    assert "MPI layout: %d processes, 2 runs x 2 chains" % n in out
+    assert out.count(" -- (") >= n and "rank -- (run, chain) -- device" in out
+    assert (tmp_path / "r.ckp.h5").exists()
+
+
+def test_layout_table_uneven(tmp_path):
+    proc = run(tmp_path, block(ngen=10), 3)
+    assert proc.returncode == 0, proc.stderr
+    rows = [l.split(" -- ") for l in proc.stdout.splitlines() if l.strip()[:1].isdigit() and " -- (" in l]
+    assert [r[1] for r in rows] == ["(1,1) (1,2)", "(2,1)", "(2,2)"]
+    assert all(r[2].endswith("cpu") for r in rows)
+
+
+def test_more_ranks_than_chains_is_one_line_error(tmp_path):
+    proc = run(tmp_path, block(ngen=10), 5)
+    assert proc.returncode != 0
+    lines = [l for l in proc.stderr.splitlines() if "error:" in l]     # Open MPI adds its own exit-status notice
+    assert len(lines) == 1, proc.stderr
+    assert "5 MPI processes but only 4 chains" in lines[0] and "mpirun -np 4" in lines[0]
+    assert not (tmp_path / "r.run1.p").exists()
+
+
+@pytest.mark.parametrize("kind", ["raise", "kill"])
+def test_failing_rank_aborts_job_and_keeps_checkpoint(tmp_path, kind):
+    from engine.checkpoint.session import load
+
+    start = time.time()
+    proc = run(tmp_path, block(ngen=2000), 2, timeout=120, MBGPU_MPI_FAULT="1:30:%s" % kind)
+    assert proc.returncode != 0
+    assert time.time() - start < 120
+    if kind == "raise":
+        msg = [l for l in (proc.stderr + proc.stdout).splitlines() if "MPI rank 1: error:" in l]
+        assert msg and "injected fault" in msg[0] and "generation 30" in msg[0], proc.stderr
+    payload = load(str(tmp_path / "r.ckp.h5"))            # verified: complete and consistent
+    assert int(payload["mc3/generation"][0]) == 20
+
+
+def test_append_with_another_number_of_ranks(tmp_path, serial):
+    first = run(tmp_path, block(ngen=40), 2)
+    assert first.returncode == 0, first.stderr
+    more = run(tmp_path, block(ngen=60, mcmc_extra="append=yes"), 3)
+    assert more.returncode == 0, more.stderr
+    assert "Continuing from checkpoint" in more.stdout
+    for name in OUTPUTS:
+        assert (tmp_path / name).read_bytes() == (serial / name).read_bytes(), name
+
+
+def _lnl(path):
+    rows = path.read_text().splitlines()[2:]
+    return [float(r.split("\t")[1]) for r in rows]
+
+
+def test_site_split_matches_unsplit(tmp_path, serial):
+    proc = run(tmp_path, block(set_extra="sitesplit=2"), 2)
+    assert proc.returncode == 0, proc.stderr
+    assert "site patterns split over 2 ranks per group" in proc.stdout
+    for name in ("r.run1.p", "r.run2.p"):
+        got, want = _lnl(tmp_path / name), _lnl(serial / name)
+        assert len(got) == len(want) == 7
+        assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_site_split_needs_whole_groups(tmp_path):
+    proc = run(tmp_path, block(ngen=10, set_extra="sitesplit=2"), 3)
+    assert proc.returncode != 0
+    assert "cannot be cut into site-split groups of 2" in proc.stderr
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_split_log_likelihood_equals_whole(k):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.test_mpi.launch import _flags, clean_env, mpiexec
+
+    exe = mpiexec()
+    script = Path(__file__).with_name("sitesplit_check.py")
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([exe, *_flags(exe), "-n", str(k), sys.executable, str(script)], cwd=root,
+                          env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ranks=%d max_rel=" % k in proc.stdout
+
+
+def test_stop_signal_on_one_rank_stops_every_rank_with_a_checkpoint(tmp_path):
+    from engine.checkpoint.session import load
+
+    proc = run(tmp_path, block(ngen=2000), 3, timeout=120, MBGPU_MPI_FAULT="2:25:usr1")
+    assert proc.returncode == 138, proc.stdout[-2000:] + proc.stderr
+    assert "SIGUSR1 received." in proc.stdout and "resume with 'mcmc append=yes ngen=2000'" in proc.stdout
+    assert int(load(str(tmp_path / "r.ckp.h5"))["mc3/generation"][0]) == 25
+    assert (tmp_path / "r.run1.p").read_text().splitlines()[-1].split("\t")[0] == "20"

@@ -1,0 +1,135 @@
+"""The MPI pieces that need no launcher: placement, launch detection, device choice, fault hook, slices."""
+import pytest
+
+from engine.errors import CommandError, DeviceError
+from engine.mpi import comm as mcomm
+from engine.mpi.devices import pick_device
+from engine.mpi.driver import parse_fault
+from engine.mpi.layout import Layout
+from engine.mpi.sitesplit import pattern_slice
+
+
+@pytest.mark.parametrize("runs,chains,size", [(2, 4, n) for n in range(1, 9)] + [(1, 1, 1), (3, 3, 4), (2, 2, 3)])
+def test_every_chain_on_exactly_one_rank_in_order(runs, chains, size):
+    lay = Layout(runs, chains, size)
+    placed = [rc for rank in range(size) for rc in lay.chains_of(rank)]
+    assert placed == [(r, c) for r in range(runs) for c in range(chains)]      # run-major, contiguous
+    sizes = [len(lay.chains_of(rank)) for rank in range(size)]
+    assert max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
+    for rank in range(size):
+        assert all(lay.owner(r, c) == rank for r, c in lay.chains_of(rank))
+
+
+def test_site_split_groups_share_chains():
+    lay = Layout(2, 2, 4, sitesplit=2)
+    assert lay.chains_of(0) == lay.chains_of(1) == [(0, 0), (0, 1)]
+    assert lay.chains_of(2) == lay.chains_of(3) == [(1, 0), (1, 1)]
+    assert [lay.leader(r) for r in range(4)] == [True, False, True, False]
+    assert lay.owner(1, 1) == 2
+
+
+def test_too_many_ranks_says_what_to_change():
+    with pytest.raises(CommandError, match=r"9 MPI processes but only 8 chains .*at most 8 .*mpirun -np 8"):
+        Layout(2, 4, 9)
+    with pytest.raises(CommandError, match="site-split groups of 2"):
+        Layout(2, 4, 3, sitesplit=2)
+    with pytest.raises(CommandError, match="in 5 site-split groups but only 4 chains"):
+        Layout(2, 2, 10, sitesplit=2)
+
+
+def test_table_lists_rank_chains_and_device():
+    lines = Layout(2, 3, 4).table(["h cpu"] * 4)
+    assert lines[0] == "   MPI layout: 4 processes, 2 runs x 3 chains"
+    assert lines[2:] == ["         0 -- (1,1) (1,2) -- h cpu", "         1 -- (1,3) (2,1) -- h cpu",
+                         "         2 -- (2,2) -- h cpu", "         3 -- (2,3) -- h cpu"]
+
+
+@pytest.mark.parametrize("env,size", [
+    ({}, None), ({"OMPI_COMM_WORLD_SIZE": "4"}, 4), ({"PMI_SIZE": "2", "PMI_RANK": "1"}, 2),
+    ({"PMIX_RANK": "0"}, 0), ({"SLURM_NTASKS": "8"}, None), ({"SLURM_NTASKS": "8", "SLURM_STEP_NUM_TASKS": "8"}, None),
+    ({"SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "8"}, 8)])
+def test_launch_detection(env, size):
+    assert mcomm.launched_size(env) == size
+    assert mcomm.launched(env) == (size is not None)
+
+
+def test_never_silently_n_copies_without_mpi4py(monkeypatch):
+    monkeypatch.setattr(mcomm, "_import_mpi", lambda: None)
+    assert mcomm.world({}) is None                              # plain serial run
+    assert mcomm.world({"PMI_SIZE": "1"}) is None              # mpiexec -n 1: the serial run is the same
+    with pytest.raises(mcomm.MpiLaunchError, match="4 processes.*mpi4py is not installed"):
+        mcomm.world({"OMPI_COMM_WORLD_SIZE": "4"})
+
+
+def test_mpi4py_of_another_mpi_is_refused(monkeypatch):
+    class World:
+        def Get_size(self):
+            return 1
+
+    class FakeMPI:
+        COMM_WORLD = World()
+
+        @staticmethod
+        def Get_library_version():
+            return "MPICH Version: 4\nmore"
+
+    monkeypatch.setattr(mcomm, "_import_mpi", lambda: FakeMPI)
+    with pytest.raises(mcomm.MpiLaunchError, match="started 2 processes but mpi4py's MPI \\(MPICH Version: 4\\) sees "
+                                                   "a world of 1"):
+        mcomm.world({"PMI_SIZE": "2"})
+
+
+def test_device_choice():
+    assert pick_device(0, 4, {})[0] == 0 and pick_device(5, 4, {})[0] == 1
+    assert pick_device(3, 1, {"CUDA_VISIBLE_DEVICES": "2"})[0] == 0     # srun --gpus-per-task=1: one visible
+    assert pick_device(2, 4, {"MBGPU_DEVICE": "3"})[0] == 3
+    assert pick_device(2, 4, {"MBGPU_DEVICE": "0,1"})[0] == 0
+    with pytest.raises(DeviceError, match="names device 5 but 2 device"):
+        pick_device(0, 2, {"MBGPU_DEVICE": "5"})
+    with pytest.raises(DeviceError, match="comma list"):
+        pick_device(0, 2, {"MBGPU_DEVICE": "gpu0"})
+    with pytest.raises(DeviceError, match="no CUDA device"):
+        pick_device(0, 0, {})
+
+
+def test_fault_hook_parsing():
+    assert parse_fault(None) is None and parse_fault("1:20:kill") == (1, 20, "kill")
+    with pytest.raises(CommandError):
+        parse_fault("1:x:raise")
+    with pytest.raises(CommandError):
+        parse_fault("1:2:explode")
+
+
+@pytest.mark.parametrize("n,k", [(10, 3), (3, 4), (413, 2), (1, 1)])
+def test_pattern_slices_cover_once(n, k):
+    cuts = [pattern_slice(n, k, i) for i in range(k)]
+    assert cuts[0][0] == 0 and cuts[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
+    assert max(h - l for l, h in cuts) - min(h - l for l, h in cuts) <= 1
+
+
+@pytest.mark.parametrize("name", ["layout", "devices", "sitesplit"])
+def test_doctests(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module("engine.mpi." + name))
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_launched_without_mpi4py_stops_with_one_line(tmp_path):
+    import os
+
+    from tests.test_mpi.launch import block, run
+
+    hide = tmp_path / "hide" / "mpi4py"
+    hide.mkdir(parents=True)
+    (hide / "__init__.py").write_text("raise ImportError('hidden for this test')\n")
+    path = os.pathsep.join([str(hide.parent)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    proc = run(tmp_path / "w", block(ngen=10), None, PMI_SIZE="4", PMI_RANK="0", PYTHONPATH=path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "mbgpu: error: started by an MPI launcher (4 processes) but mpi4py is not installed: install mbgpu[mpi] "
+        "(pip install mpi4py mpich) or run mbgpu without mpirun/srun, otherwise every process would run the whole "
+        "analysis"]
+    assert not (tmp_path / "w" / "r.run1.p").exists()

@@ -1,0 +1,196 @@
+"""Batched generations (engine.sampler.batch_step): every chain's proposal queued, one flush per pattern
+set, then the decisions. Output must be byte-identical to the per-chain path (MBGPU_SAMPLER=chain)."""
+import io
+
+import numpy as np
+import pytest
+
+from engine.console import Console
+from engine.cuda.batch import ChainSlots
+from engine.interpreter import Interpreter
+from engine.likelihood.batched import LaneLayout
+from engine.likelihood.numpy_backend import NumpyBackend
+from engine.sampler.batch_step import ancestor_closure, kids_table, pipeline_groups, sampler_mode
+from engine.errors import CommandError
+from engine.tree import random_tree
+from tests.conftest import SHARED
+
+DATA = SHARED / "data" / "mrbayes"
+PRIMATES = ("begin mrbayes; set seed=3 swapseed=4; execute %s; lset nst=6 rates=invgamma;\n"
+            " mcmc ngen=150 nruns=2 nchains=3 samplefreq=10 printfreq=50 diagnfreq=50 tunefreq=50 filename=r; end;\n"
+            % (DATA / "primates.nex"))
+CYNMIX = ("begin mrbayes; set seed=5 swapseed=6; execute %s; set partition=favored;\n"
+          " lset applyto=(2,3,4,5) nst=6 rates=gamma; lset applyto=(1) coding=variable rates=gamma;\n"
+          " unlink shape=(all) revmat=(all) statefreq=(all); prset ratepr=variable;\n"
+          " mcmc ngen=40 nruns=2 nchains=2 samplefreq=5 printfreq=20 diagnfreq=20 filename=r; end;\n"
+          % (DATA / "cynmix.nex"))
+
+
+class LevelCheckingBackend(NumpyBackend):
+    """The numpy backend with the batched calls of the CUDA backend, checking what the GPU relies on:
+    within one level no operation reads or writes a buffer another operation of the level writes."""
+
+    levels_seen = []
+
+    def update_transition_matrices_many(self, groups):
+        for eigen, rates, indices, lengths in groups:
+            self.set_category_rates(rates)
+            self.update_transition_matrices(eigen, indices, lengths)
+
+    def update_partials_levels(self, ops, counts):
+        first = 0
+        for count in counts:
+            level = ops[first:first + count]
+            written = set(level[:, 0].tolist())
+            assert len(written) == count, "two operations of a level write one buffer"
+            assert not written & set(level[:, 3].tolist()) | set(level[:, 5].tolist()) & written
+            self.update_partials(level)
+            first += count
+        assert first == len(ops)
+        LevelCheckingBackend.levels_seen.append(len(counts))
+
+    def scale_jobs(self, jobs):
+        for cumulative, reset, indices, sign in jobs:
+            if reset:
+                self.reset_scale(cumulative)
+            (self.accumulate_scale if sign > 0 else self.remove_scale)(cumulative, indices)
+
+    def root_log_likelihoods(self, calls):
+        return [self.root_log_likelihood(*call) for call in calls]
+
+    def batch_launch(self, matrix_groups, ops, counts, scale_jobs, root_calls, tag=""):
+        """What CudaBackend.batch_launch queues, run at once; the 'handle' holds the values."""
+        self.update_transition_matrices_many(matrix_groups)
+        if len(ops):
+            self.update_partials_levels(ops, counts)
+        self.scale_jobs(scale_jobs)
+        return self.root_log_likelihoods(root_calls)
+
+    def batch_fetch(self, handle):
+        return handle
+
+
+def run_block(folder, text, monkeypatch, sampler):
+    folder.mkdir(exist_ok=True)
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("MBGPU_SAMPLER", sampler)
+    (folder / "run.nex").write_text("#NEXUS\n" + text)
+    out = io.StringIO()
+    Interpreter(Console(out)).run_file(str(folder / "run.nex"))
+    return out.getvalue()
+
+
+def assert_same_files(a, b):
+    names = sorted(p.name for p in a.iterdir() if p.suffix in (".p", ".t", ".mcmc"))
+    assert len(names) == 5
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("block", [PRIMATES, CYNMIX], ids=["primates", "cynmix-partitioned-mkv"])
+def test_batched_files_equal_per_chain_files(tmp_path, monkeypatch, block):
+    run_block(tmp_path / "chain", block, monkeypatch, "chain")
+    run_block(tmp_path / "batched", block, monkeypatch, "batched")
+    assert_same_files(tmp_path / "chain", tmp_path / "batched")
+
+
+def test_batched_flush_path_equals_per_chain(tmp_path, monkeypatch):
+    """The one-flush-for-all-chains path (as on the GPU) on numpy: same files as chain by chain."""
+    import engine.likelihood.select as select
+
+    run_block(tmp_path / "chain", PRIMATES, monkeypatch, "chain")
+    monkeypatch.setattr(select, "_cuda_available", lambda: True)
+    monkeypatch.setattr(select, "_gpu_factory", lambda precision: LevelCheckingBackend)
+    LevelCheckingBackend.levels_seen.clear()
+    screen = run_block(tmp_path / "flush", PRIMATES, monkeypatch, "batched")
+    assert "Likelihood backend: CUDA GPU" in screen
+    assert len(LevelCheckingBackend.levels_seen) >= 150       # a levelled flush per generation
+    assert_same_files(tmp_path / "chain", tmp_path / "flush")
+
+
+def test_kids_table_matches_children():
+    rng = np.random.default_rng(1)
+    for n in (3, 4, 9, 30):
+        tree = random_tree(n, rng)
+        table = kids_table(tree.parent)
+        for v, kids in enumerate(tree.children()):
+            assert table[v].tolist() == kids + [-1] * (3 - len(kids))
+
+
+def test_ancestor_closure_is_the_paths_to_the_root():
+    rng = np.random.default_rng(2)
+    tree = random_tree(20, rng)
+    seeds = [int(tree.parent[3]), int(tree.parent[11])]
+    nodes, depths = ancestor_closure(tree.parent.tolist(), seeds, tree.n_tips)
+    expect = {}
+    for s in seeds:
+        path, v = [], s
+        while v >= 0:
+            path.append(v)
+            v = int(tree.parent[v])
+        for d, u in enumerate(reversed(path)):
+            expect[u] = d
+    assert dict(zip(nodes, depths)) == expect
+
+
+def test_lane_layout_matches_chain_slots():
+    cs, lay = ChainSlots(7, 3), LaneLayout(7, 3)
+    assert cs.instance_spec(10, 4, 4) == lay.instance_spec(10, 4, 4)
+    v = np.arange(13)
+    for lane in range(3):
+        for slot in (0, 1):
+            s = np.full(13, slot)
+            assert lay.buffers(lane, v, s).tolist() == [cs.buffer(lane, int(x), slot) for x in v]
+            assert lay.matrices(lane, v, s).tolist() == [cs.matrix(lane, int(x), slot) for x in v]
+            inner = v[7:]
+            assert lay.scales(lane, inner, s[7:]).tolist() == [cs.scale(lane, int(x), slot) for x in inner]
+        assert lay.cumulative(lane) == cs.cumulative_scale(lane)
+
+
+@pytest.mark.parametrize("groups", ["2", "3"])
+def test_pipeline_groups_do_not_change_the_output(tmp_path, monkeypatch, groups):
+    run_block(tmp_path / "one", PRIMATES, monkeypatch, "batched")
+    monkeypatch.setenv("MBGPU_PIPELINE", groups)
+    run_block(tmp_path / "other", PRIMATES, monkeypatch, "batched")
+    assert_same_files(tmp_path / "one", tmp_path / "other")
+
+
+def test_pipeline_groups_from_environment():
+    assert pipeline_groups({}) == 1 and pipeline_groups({"MBGPU_PIPELINE": "2"}) == 2
+    with pytest.raises(CommandError, match="MBGPU_PIPELINE"):
+        pipeline_groups({"MBGPU_PIPELINE": "0"})
+
+
+def test_sampler_mode_from_environment():
+    assert sampler_mode({}) == "batched" and sampler_mode({"MBGPU_SAMPLER": "Chain"}) == "chain"
+    with pytest.raises(CommandError, match="MBGPU_SAMPLER"):
+        sampler_mode({"MBGPU_SAMPLER": "fast"})
+
+
+def test_parsimony_fast_paths_equal_the_direct_formulas():
+    """ParsSPR's candidate costs (float32 dot, exact for integer weights) and the branch-free Fitch sets
+    equal the direct numpy formulas bit for bit; non-integer weights take the direct path."""
+    from engine.moves import graph, parsimony
+
+    rng = np.random.default_rng(4)
+    tree = random_tree(25, rng)
+    masks = (1 << rng.integers(0, 4, (25, 300))).astype(np.uint32)
+    masks[3, :40] = 15                                                  # missing data
+    adj = graph.undirected(tree)
+    final = parsimony.final_sets(adj, 0, masks.astype(np.uint8), 25)
+    down = parsimony.downpass(adj, 0, masks, 25)
+    order, parent = parsimony.rooted_order(adj, 0)
+    for v in order:                                                     # Fitch's rule with np.where
+        kids = [w for w in adj[v] if parent.get(w) == v]
+        if v >= 25 and kids:
+            acc = down[kids[0]]
+            for k in kids[1:]:
+                both = acc & down[k]
+                acc = np.where(both != 0, both, acc | down[k])
+            assert np.array_equal(down[v], acc)
+    assert all(np.array_equal(final[v], parsimony.final_sets(adj, 0, masks, 25)[v]) for v in final)
+    xs, ys = [parent[y] for y in order[1:]], order[1:]
+    s_set = masks[7]
+    for w in (rng.integers(0, 9, 300).astype(float), rng.random(300) * 5):
+        direct = [float(w[((final[x] | final[y]) & s_set) == 0].sum()) for x, y in zip(xs, ys)]
+        assert parsimony.missed_weights(final, s_set, w, xs, ys).tolist() == direct

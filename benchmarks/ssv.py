@@ -3,7 +3,7 @@ protein database, checked against the numpy reference; optionally pyhmmer's SSV 
 
     python3 benchmarks/ssv.py [--residues 200e6] [--models 100,300,SMC_N] [--cpu-pyhmmer]
 
-Prints a table; the figures go to docs/perf_hmm.md.
+Prints a table; the figures go to docs/performance.md.
 """
 from __future__ import annotations
 

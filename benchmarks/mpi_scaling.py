@@ -1,0 +1,101 @@
+"""MPI scaling of the MC3 sampler: generations/s of `mcmc nchains=4 nruns=2` (8 chains) with 1, 2, 4, 8
+ranks (all sharing the visible GPU(s)), on simulated protein data (40 taxa x 20k sites, WAG+G4).
+
+Each rank count runs `mpirun -np N python -m engine.mpi run.nex` in a fresh folder; the rate is measured
+between the first and the last printed generation on rank 0's screen, so start-up (data, kernels,
+initial state) is not counted. The .p files of every rank count are compared with the 1-rank run's.
+
+    python3 benchmarks/mpi_scaling.py [--ranks 1,2,4,8] [--ngen 400] [--backend gpu|cpu] [--scale 1.0]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mcmc_gpu import CASES, simulate, write_nexus  # noqa: E402  (the same simulated data as mcmc_gpu.py)
+
+GEN_LINE = re.compile(r"^\s+(\d+) -- [\[(]")
+
+
+def launcher(n: int) -> list[str]:
+    """mpirun/mpiexec with the flags Open MPI needs to put N ranks on one host (as root in containers)."""
+    here = os.path.dirname(sys.executable)       # a virtual environment with the mpich wheel
+    exe = shutil.which("mpiexec", path=here) or shutil.which("mpirun") or shutil.which("mpiexec")
+    if exe is None:
+        raise SystemExit("no mpirun/mpiexec on PATH")
+    text = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    flags = []
+    if "Open MPI" in text or "OpenRTE" in text:
+        flags = ["--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+    return [exe, *flags, "-np", str(n)]
+
+
+def block(data: str, case: dict, ngen: int) -> str:
+    printfreq = max(1, ngen // 4)
+    return ("#NEXUS\nbegin mrbayes;\n  set autoclose=yes nowarn=yes seed=11 swapseed=12;\n  execute %s;\n  %s %s\n"
+            "  mcmc ngen=%d nchains=4 nruns=2 samplefreq=%d printfreq=%d diagnfreq=%d checkpoint=no "
+            "filename=out;\nend;\n" % (data, case["lset"], case["prset"], ngen, printfreq, printfreq, ngen))
+
+
+def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str) -> dict:
+    work = os.path.join(folder, "np%d" % n)
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(work, "run.nex"), "w", encoding="ascii") as f:
+        f.write(block(data, case, ngen))
+    env = dict(os.environ, MBGPU_BACKEND=backend, PYTHONUNBUFFERED="1")
+    start = time.time()
+    proc = subprocess.Popen(launcher(n) + [sys.executable, "-m", "engine.mpi", "run.nex"], cwd=work, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    stamps, lines = [], []
+    for line in proc.stdout:
+        lines.append(line)
+        m = GEN_LINE.match(line)
+        if m:
+            stamps.append((int(m.group(1)), time.time()))
+    proc.wait()
+    if proc.returncode != 0 or len(stamps) < 2:
+        return {"n": n, "error": "".join(lines)[-3000:]}
+    (g0, t0), (g1, t1) = stamps[0], stamps[-1]
+    devices = sorted({l.rsplit(" -- ", 1)[-1].strip() for l in lines if re.match(r"^\s+\d+ -- \(\d+,\d+\)", l)})
+    return {"n": n, "gens": g1 - g0, "rate": (g1 - g0) / (t1 - t0), "wall": time.time() - start, "devices": devices,
+            "p": open(os.path.join(work, "out.run1.p"), "rb").read()}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", default="1,2,4,8")
+    ap.add_argument("--ngen", type=int, default=400)
+    ap.add_argument("--backend", default="gpu", choices=("gpu", "cpu"))
+    ap.add_argument("--case", default="protein", choices=sorted(CASES))
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the site count (quick local checks)")
+    args = ap.parse_args(argv)
+    case = CASES[args.case]
+    folder = tempfile.mkdtemp(prefix="mpi_scaling_")
+    n_sites = max(100, int(case["n_sites"] * args.scale))
+    data = os.path.join(folder, "data.nex")
+    write_nexus(data, simulate(case["n_taxa"], n_sites, case["spec"], seed=5), case["alphabet"], case["spec"].datatype)
+    print("%s %d taxa x %d sites, 2 runs x 4 chains, %d generations, backend %s; %d CPU cores usable (of %d)"
+          % (args.case, case["n_taxa"], n_sites, args.ngen, args.backend, len(os.sched_getaffinity(0)), os.cpu_count()))
+    print("%5s %8s %9s %8s %9s %6s  %s" % ("ranks", "gens", "gen/s", "speedup", "wall s", "same", "devices"))
+    base = None
+    for n in [int(x) for x in args.ranks.split(",")]:
+        r = run_ranks(folder, data, case, n, args.ngen, args.backend)
+        if "error" in r:
+            print("%5d failed:\n%s" % (n, r["error"]), flush=True)
+            continue
+        base = base or r
+        print("%5d %8d %9.1f %7.2fx %9.1f %6s  %s" % (n, r["gens"], r["rate"], r["rate"] / base["rate"], r["wall"],
+                                                   "yes" if r["p"] == base["p"] else "NO", "; ".join(r["devices"])),
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

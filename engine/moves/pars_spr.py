@@ -19,6 +19,8 @@ import numpy as np
 
 from engine.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
 from engine.moves.graph import Adjacency, link, path_to_root, to_tree, undirected, unlink
+from engine.moves import bitplanes
+from engine.moves.bitplanes import PlaneOps
 from engine.moves.parsimony import downpass, final_sets, infer_n_states, missed_weights, rooted_order
 from engine.tree import Tree
 
@@ -54,20 +56,39 @@ class ParsSPR(Move):
                rng: np.random.Generator) -> np.ndarray:
         """Cost of each candidate branch (x, y) of R for regrafting S (rooted at s)."""
         n = ctx.n_tips
+        xs, ys = [x for x, _ in candidates], [y for _, y in candidates]
         cost = np.zeros(len(candidates))
         for i, (masks, weights) in enumerate(ctx.pattern_masks):
-            masks = np.asarray(masks, dtype=np.uint32)
-            k = ctx.n_states[i] if ctx.n_states else infer_n_states(masks)
-            if masks.size and int(masks.max()) < 256:
-                masks = masks.astype(np.uint8)    # the same bits in a quarter of the memory traffic
+            k = ctx.n_states[i] if ctx.n_states else infer_n_states(np.asarray(masks))
             rate = ctx.rate_mults[i] if ctx.rate_mults else 1.0
             factor = -self.tuning["warp"] * math.log(1.0 / k - math.exp(-k / (k - 1.0) * self.tuning["v_t"]
                                                                           * rate) / k)
             w = perturbed_weights(weights, self.tuning["r"], rng)
+            w_int = bitplanes.integer_weights(w) if bitplanes.AVAILABLE else None
+            if w_int is not None:                 # 64 patterns per word; the same integer costs
+                planes = self._planes(masks)
+                final = final_sets(adj, ctx.anchor, planes, n, PlaneOps)
+                s_set = downpass(adj, s, planes, n, ops=PlaneOps)[s]
+                cost += factor * bitplanes.missed_weights(final, s_set, w_int, xs, ys)
+                continue
+            masks = np.asarray(masks, dtype=np.uint32)
+            if masks.size and int(masks.max()) < 256:
+                masks = masks.astype(np.uint8)    # the same bits in a quarter of the memory traffic
             final = final_sets(adj, ctx.anchor, masks, n)
             s_set = downpass(adj, s, masks, n)[s]
-            cost += factor * missed_weights(final, s_set, w, [x for x, _ in candidates], [y for _, y in candidates])
+            cost += factor * missed_weights(final, s_set, w, xs, ys)
         return cost
+
+    def _planes(self, masks: np.ndarray) -> np.ndarray:
+        """The bit planes of a pattern set's tip masks, packed once per move and pattern set."""
+        cache = self.__dict__.setdefault("_plane_cache", [])
+        for source, planes in cache:
+            if source is masks:
+                return planes
+        m = np.asarray(masks)
+        planes = bitplanes.pack_masks(m, infer_n_states(m))
+        cache.append((masks, planes))
+        return planes
 
     def propose(self, tree: Tree, rng: np.random.Generator, ctx: MoveContext) -> Proposal:
         n = tree.n_tips

@@ -23,11 +23,31 @@ def rooted_order(adj: Adjacency, root: int) -> tuple[list[int], dict[int, int]]:
     return order, parent
 
 
+class MaskOps:
+    """Set operations on one state-set mask per pattern (uint8/uint32 vectors)."""
+
+    @staticmethod
+    def empty(x: np.ndarray) -> np.ndarray:
+        return x == 0
+
+    @staticmethod
+    def subset(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Per pattern: a is a subset of b."""
+        return (a & b) == a
+
+    @staticmethod
+    def select(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """np.where(cond, a, b) for unsigned masks, without branches (several times faster)."""
+        return b ^ ((a ^ b) * cond)
+
+
 def downpass(adj: Adjacency, root: int, masks: np.ndarray, n_tips: int,
-             order: list[int] | None = None, parent: dict[int, int] | None = None) -> dict[int, np.ndarray]:
+             order: list[int] | None = None, parent: dict[int, int] | None = None,
+             ops=MaskOps) -> dict[int, np.ndarray]:
     """Fitch downpass sets of every node of the component hanging from `root` (root's set included).
 
     `root` may be a tip only when it is the tree's root of this traversal (its set is then its mask).
+    `ops`: MaskOps for one mask per pattern, engine.moves.bitplanes.PlaneOps for packed bit planes.
     """
     if order is None or parent is None:
         order, parent = rooted_order(adj, root)
@@ -40,15 +60,15 @@ def downpass(adj: Adjacency, root: int, masks: np.ndarray, n_tips: int,
         acc = sets[kids[0]]
         for k in kids[1:]:
             both = acc & sets[k]
-            acc = both | ((acc | sets[k]) * (both == 0))     # the intersection, or the union where it is empty
+            acc = ops.select(ops.empty(both), acc | sets[k], both)   # the intersection, or the union if empty
         sets[v] = acc
     return sets
 
 
-def final_sets(adj: Adjacency, anchor: int, masks: np.ndarray, n_tips: int) -> dict[int, np.ndarray]:
+def final_sets(adj: Adjacency, anchor: int, masks: np.ndarray, n_tips: int, ops=MaskOps) -> dict[int, np.ndarray]:
     """Fitch final sets of the tree component containing tip `anchor`, rooted at that tip."""
     order, parent = rooted_order(adj, anchor)
-    down = downpass(adj, anchor, masks, n_tips, order, parent)
+    down = downpass(adj, anchor, masks, n_tips, order, parent, ops)
     final: dict[int, np.ndarray] = {anchor: masks[anchor]}
     for v in order[1:]:
         if v < n_tips:
@@ -60,15 +80,9 @@ def final_sets(adj: Adjacency, anchor: int, masks: np.ndarray, n_tips: int) -> d
         union_kids, inter_kids = down[kids[0]], down[kids[0]]
         for k in kids[1:]:
             union_kids, inter_kids = union_kids | down[k], inter_kids & down[k]
-        covers = (d & up) == up
-        f = _select(inter_kids == 0, d | up, d | (up & union_kids))
-        final[v] = _select(covers, up, f)
+        f = ops.select(ops.empty(inter_kids), d | up, d | (up & union_kids))
+        final[v] = ops.select(ops.subset(up, d), up, f)
     return final
-
-
-def _select(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.where(cond, a, b) for unsigned masks, without branches (several times faster)."""
-    return b ^ ((a ^ b) * cond)
 
 
 def missed_weights(final: dict, s_set: np.ndarray, w: np.ndarray, xs, ys) -> np.ndarray:

@@ -59,10 +59,10 @@ def missed_weights(final: dict, s_set: np.ndarray, w: np.ndarray, xs, ys) -> np.
     `s_set` (planes), with integer weights `w` (int64 [n_patterns]); float64 [n_branches]."""
     nodes = sorted(set(xs) | set(ys))
     row = {v: i for i, v in enumerate(nodes)}
-    f = np.stack([final[v] for v in nodes])                      # [m, k, W]
+    meets = np.bitwise_or.reduce(np.stack([final[v] for v in nodes]) & s_set, axis=1)   # [m, W]: F[v] meets S
     ix = np.fromiter((row[x] for x in xs), np.int64, len(xs))
     iy = np.fromiter((row[y] for y in ys), np.int64, len(ys))
-    miss = ~np.bitwise_or.reduce((f[ix] | f[iy]) & s_set, axis=1)   # [c, W]: neither end meets S
+    miss = ~(meets[ix] | meets[iy])                               # [c, W]: neither end meets S
     n_bits = max(int(w.max()).bit_length(), 1) if w.size else 1
     planes = _pack_rows(((w[None, :] >> np.arange(n_bits, dtype=np.int64)[:, None]) & 1).astype(bool))
     total = np.zeros(len(xs), dtype=np.int64)

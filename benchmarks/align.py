@@ -35,23 +35,35 @@ def row(label, cells, seconds, check):
           flush=True)
 
 
-def single(dev, size: int, seed: int, mat, gap: int, verify_cpu: bool, tw: int = 256) -> None:
+def single(dev, size: int, seed: int, mat, gap: int, verify_cpu: bool, tw: int | None = None) -> None:
+    """Score-only, then both tracebacks (kept directions where they fit, tile recomputation); the two
+    tracebacks must give the same ops and re-score to the kernel's score."""
     from engine.align import reference
     from engine.align.alignment import rescore
     from engine.cuda import nw
 
     a, b = homolog(np.random.default_rng(seed), size, size)
     cells = float(len(a)) * len(b)
+    default = nw.default_tile_width(len(a), len(b))
+    tw = default if tw is None else tw
     only = nw.align_pair(dev, a, b, mat.scores, gap, traceback=False, tw=tw)
-    full = nw.align_pair(dev, a, b, mat.scores, gap, traceback=True, tw=tw)
-    ok = rescore(full.ops, a, b, mat.scores, gap) == full.score == only.score
-    check = "rescore==score:%s" % ok
+    check = "score %d" % only.score
     if verify_cpu:
         check += " cpu_ref==:%s" % (reference.score(a, b, mat.scores, gap) == only.score)
-    tag = "" if tw == 256 else " tw=%d" % tw
+    tag = " tw=%d%s" % (tw, "" if tw == default else " (not default)")
     row("%dx%d score-only%s" % (len(a), len(b), tag), cells, only.timings["forward_s"], check)
-    row("%dx%d with traceback%s" % (len(a), len(b), tag), cells, full.timings["total_s"],
-        "traceback part %.4f s, score %d" % (full.timings["total_s"] - full.timings["forward_s"], full.score))
+    with dev:
+        fits = nw._keep_directions(nw.PairPlan(len(a), len(b), tw), "auto")
+    ops = {}
+    for mode in (("dirs", "borders") if fits else ("borders",)):
+        full = nw.align_pair(dev, a, b, mat.scores, gap, traceback=True, tw=tw, trace=mode)
+        ok = rescore(full.ops, a, b, mat.scores, gap) == full.score == only.score
+        ops[mode] = full.ops
+        row("%dx%d traceback (%s)%s" % (len(a), len(b), mode, tag), cells, full.timings["total_s"],
+            "rescore==score:%s, traceback part %.4f s" % (ok, full.timings["total_s"] - full.timings["forward_s"]))
+    if len(ops) == 2:
+        print("   dirs and borders tracebacks identical:", bool(np.array_equal(ops["dirs"], ops["borders"])),
+              flush=True)
 
 
 def batch(dev, npairs: int, seed: int, mat, gap: int) -> None:
@@ -95,12 +107,14 @@ def main() -> None:
     p.add_argument("--sizes", default="10000,100000,1000000")
     p.add_argument("--batch", type=int, default=10000)
     p.add_argument("--gap", type=int, default=11)
+    p.add_argument("--other-widths", action="store_true", help="also time 100k and 1M with the other tile width")
     args = p.parse_args()
     print("%-34s %14s %10s %10s %7s  %s" % ("case", "cells", "seconds", "GCUPS", "%peak", "check"))
     if args.parasail:
         parasail_cpu(10000, 1, args.gap)
         return
     from engine.align.matrices import blosum62
+    from engine.cuda import nw
     from engine.cuda.context import open_device
 
     dev = open_device()
@@ -110,9 +124,9 @@ def main() -> None:
     single(dev, 2000, 0, mat, args.gap, verify_cpu=True)  # warm-up (compile) and a CPU cross-check
     for k, size in enumerate(int(s) for s in args.sizes.split(",")):
         single(dev, size, 10 + k, mat, args.gap, verify_cpu=size <= 10000)
-        if size == 100000:
-            for tw in (128,):
-                single(dev, size, 10 + k, mat, args.gap, verify_cpu=False, tw=tw)
+        if size in (100000, 1000000) and args.other_widths:   # the other tile width, for comparison
+            other = 256 if nw.default_tile_width(size, size) == 128 else 128
+            single(dev, size, 10 + k, mat, args.gap, verify_cpu=False, tw=other)
     if args.batch:
         batch(dev, args.batch, 99, mat, args.gap)
 

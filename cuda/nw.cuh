@@ -47,12 +47,15 @@ __device__ __forceinline__ void nw_build_profile(uint2* prof, const signed char*
 // bottom[c+1] receives the stripe's last row (may alias top: reads run ahead of writes; unused with
 // TRACE). h[] holds the
 // left column on entry and the right column on exit; up_prev is H(row above first row, column -1).
-// The cell (final row fl*NW_R+fk, column fc) is written to *result; TRACE stores 2-bit directions.
-template <bool TRACE>
+// The cell (final row fl*NW_R+fk, column fc) is written to *result; TRACE stores 2-bit directions in
+// shared memory (dirs[lane][column], for a traceback's tile recomputation). GDIRS keeps the bottom row and
+// also stores every cell's directions to global memory in step order: gdirs[step * 32 + lane] holds the
+// 16 bits of the lane's NW_R rows at column step - lane (one coalesced 64-byte store per step).
+template <bool TRACE, bool GDIRS = false>
 __device__ __forceinline__ void nw_warp_stripe(const int* top, int* bottom, const unsigned char* bcodes,
                                                int ncols, const uint2* prof, int gap, int h[NW_R],
                                                int up_prev, int fc, int fl, int fk, int* result,
-                                               unsigned* dirs, int lane) {
+                                               unsigned* dirs, int lane, unsigned short* gdirs = nullptr) {
     int bottom_v = 0, outv = 0;
     int topn = (lane < ncols) ? top[lane + 1] : 0;
     int bn = (lane < ncols) ? (int)bcodes[lane] : NW_PAD;
@@ -89,12 +92,13 @@ __device__ __forceinline__ void nw_warp_stripe(const int* top, int* bottom, cons
             for (int k = 0; k < NW_R; ++k) {
                 const int dd = diag + nw_score_k(p, k), du = up - gap, dl = h[k] - gap;
                 const int nh = __vimax3_s32(dd, du, dl);
-                if (TRACE) bits |= (nh == dd ? 0u : (nh == du ? 1u : 2u)) << (2 * k);
+                if (TRACE || GDIRS) bits |= (nh == dd ? 0u : (nh == du ? 1u : 2u)) << (2 * k);
                 diag = h[k];
                 h[k] = nh;
                 up = nh;
             }
             if (TRACE) dirs[lane * NW_DIR_LD + c] = bits;
+            if (GDIRS) gdirs[(long long)s * 32 + lane] = (unsigned short)bits;
             up_prev = up_in;
             bottom_v = h[NW_R - 1];
             if (c == fc && lane == fl) {

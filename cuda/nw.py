@@ -2,7 +2,9 @@
 
 Single pair: the (m+1) x (n+1) matrix is cut into NW_TH x NW_TW tiles computed one tile anti-diagonal per
 launch; only tile border rows/columns stay in device memory (4 * (m*n/NW_TW + n*m/NW_TH) bytes, about
-31 GB for 1M x 1M), and the traceback recomputes one tile at a time on the way back. Batch: one warp per
+31 GB for 1M x 1M), and the traceback recomputes one tile at a time on the way back; when 2 bits per cell
+fit (about 3.1 GB for 100k x 100k), the forward pass keeps every cell's direction and the traceback only
+walks them. Batch: one warp per
 pair. pycuda is imported inside functions so that importing this module never needs a GPU.
 """
 from __future__ import annotations
@@ -18,6 +20,9 @@ NW_TH = 32 * NW_R
 NW_TW = 256
 NW_WPB = 4
 PAD = 31
+WALK_THREADS = 256  # threads of nw_walk_dirs (they load a tile's directions; one walks them)
+SMALL_PAIR_CELLS = 4 * 10**10  # up to 200k x 200k: 128-column tiles (default_tile_width)
+DIRS_MEMORY_FRACTION = 0.5  # trace="auto" keeps directions when they need at most this share of free memory
 OP_INS, OP_DEL = 1, 2
 
 
@@ -57,6 +62,11 @@ class PairPlan:
     @property
     def border_bytes(self) -> int:
         return 4 * ((self.n_i + 1) * self.ldh + (self.n_j + 1) * self.ldv)
+
+    @property
+    def dirs_bytes(self) -> int:
+        """Kept directions: per tile (tw + 31) steps x 32 lanes x 16 bits (nw_tiles_dirs)."""
+        return 2 * self.n_i * self.n_j * (self.tw + 31) * 32
 
 
 def sub_table(scores: np.ndarray) -> np.ndarray:
@@ -106,29 +116,37 @@ def _borders(dev, mod, plan: PairPlan, gap: int):
 
 
 def forward(mod, plan: PairPlan, bufs: dict, gap: int, nalpha: int, diagonals=None) -> None:
-    """Launch the tile anti-diagonals (all, or the given subset for timing samples)."""
-    fn = mod.get_function("nw_tiles")
-    fn.prepare("PPPPPqqiiiiiiiP")
+    """Launch the tile anti-diagonals (all, or the given subset for timing samples); with bufs["dirs"]
+    the tiles also keep every cell's direction for nw_walk_dirs."""
+    dirs = bufs.get("dirs")
+    fn = mod.get_function("nw_tiles" if dirs is None else "nw_tiles_dirs")
+    fn.prepare("PPPPPqqiiiiiiiP" + ("" if dirs is None else "Pi"))
+    extra = () if dirs is None else (dirs, plan.n_j)
     n_i, n_j = plan.n_i, plan.n_j
     for d in (range(n_i + n_j - 1) if diagonals is None else diagonals):
         ti0, ti1 = max(0, d - n_j + 1), min(d, n_i - 1)
         count = ti1 - ti0 + 1
         fn.prepared_async_call((-(-count // NW_WPB), 1), (32 * NW_WPB, 1, 1), None, bufs["a"], bufs["b"],
                                bufs["sub"], bufs["hrow"], bufs["vcol"], plan.ldh, plan.ldv, d, ti0, count,
-                               gap, nalpha, plan.m, plan.n, bufs["result"])
+                               gap, nalpha, plan.m, plan.n, bufs["result"], *extra)
 
 
 def _traceback(mod, plan: PairPlan, bufs: dict, gap: int, nalpha: int) -> np.ndarray:
-    """Run the one-warp traceback kernel and return ops in forward order."""
+    """Walk the kept directions (nw_walk_dirs) or recompute tiles from their borders (nw_traceback, one
+    warp); return ops in forward order."""
     import pycuda.driver as drv
 
     ops_d = drv.mem_alloc(plan.m + plan.n)
     nops_d = drv.mem_alloc(8)
     state_d = drv.mem_alloc(8)
-    mod.get_function("nw_traceback")(bufs["a"], bufs["b"], bufs["sub"], bufs["hrow"], bufs["vcol"],
-                                     np.int64(plan.ldh), np.int64(plan.ldv), np.int32(gap), np.int32(nalpha),
-                                     np.int32(plan.m), np.int32(plan.n), ops_d, nops_d, state_d,
-                                     block=(32, 1, 1), grid=(1, 1))
+    if bufs.get("dirs") is not None:
+        mod.get_function("nw_walk_dirs")(bufs["dirs"], np.int32(plan.n_j), np.int32(plan.m), np.int32(plan.n),
+                                         ops_d, nops_d, state_d, block=(WALK_THREADS, 1, 1), grid=(1, 1))
+    else:
+        mod.get_function("nw_traceback")(bufs["a"], bufs["b"], bufs["sub"], bufs["hrow"], bufs["vcol"],
+                                         np.int64(plan.ldh), np.int64(plan.ldv), np.int32(gap), np.int32(nalpha),
+                                         np.int32(plan.m), np.int32(plan.n), ops_d, nops_d, state_d,
+                                         block=(32, 1, 1), grid=(1, 1))
     nops, state = np.zeros(1, np.int64), np.zeros(2, np.int32)
     drv.memcpy_dtoh(nops, nops_d)
     drv.memcpy_dtoh(state, state_d)
@@ -139,17 +157,46 @@ def _traceback(mod, plan: PairPlan, bufs: dict, gap: int, nalpha: int) -> np.nda
     return np.concatenate([lead, rev[::-1]])
 
 
-def align_pair(dev, a: np.ndarray, b: np.ndarray, scores: np.ndarray, gap: int, *, traceback: bool = True,
-               tw: int = NW_TW) -> PairResult:
-    """Score (and with `traceback`, an optimal alignment) of codes `a` x `b` on device `dev`."""
+def _keep_directions(plan: PairPlan, trace: str) -> bool:
+    """Whether the traceback walks kept directions ("dirs") rather than recomputing tiles ("borders");
+    "auto" keeps them when they take at most DIRS_MEMORY_FRACTION of the free device memory."""
+    if trace not in ("auto", "dirs", "borders"):
+        raise ValueError("trace must be 'auto', 'dirs' or 'borders', not %r" % (trace,))
+    if trace != "auto":
+        return trace == "dirs"
     import pycuda.driver as drv
 
+    free, _ = drv.mem_get_info()
+    return plan.dirs_bytes + plan.border_bytes <= DIRS_MEMORY_FRACTION * free
+
+
+def default_tile_width(m: int, n: int) -> int:
+    """Tile columns for one pair: 128 up to SMALL_PAIR_CELLS cells, where the pass is bound by the tile
+    wavefront's length (286 vs 266 GCUPS at 100k x 100k on an H200), else 256 (a third less border memory)."""
+    return 128 if m * n <= SMALL_PAIR_CELLS else NW_TW
+
+
+def align_pair(dev, a: np.ndarray, b: np.ndarray, scores: np.ndarray, gap: int, *, traceback: bool = True,
+               tw: int | None = None, trace: str = "auto") -> PairResult:
+    """Score (and with `traceback`, an optimal alignment) of codes `a` x `b` on device `dev`.
+
+    `tw`: tile columns (a multiple of 32; default from the pair's size). `trace` picks the traceback:
+    "dirs" keeps 2 bits per cell in the forward pass and walks them, "borders" keeps only tile borders and
+    recomputes tiles on the way back (any size), "auto" the first when it fits in memory. Both give the
+    same alignment (the same tie-breaking on the same scores).
+    """
+    import pycuda.driver as drv
+
+    tw = default_tile_width(len(a), len(b)) if tw is None else tw
     plan = PairPlan(len(a), len(b), tw)
     with dev:
         mod = _module(dev, tw)
         bufs = {"a": drv.to_device(_padded(a, plan.n_i * NW_TH)), "b": drv.to_device(_padded(b, plan.n_j * tw)),
                 "sub": drv.to_device(sub_table(scores)), "result": drv.mem_alloc(4)}
         bufs["hrow"], bufs["vcol"] = _borders(dev, mod, plan, gap)
+        if traceback and _keep_directions(plan, trace):
+            _check_memory(dev, plan.dirs_bytes, "the traceback directions of a %d x %d alignment" % (plan.m, plan.n))
+            bufs["dirs"] = drv.mem_alloc(plan.dirs_bytes)
         ev = [drv.Event() for _ in range(3)]
         ev[0].record()
         forward(mod, plan, bufs, gap, scores.shape[0])
@@ -160,8 +207,9 @@ def align_pair(dev, a: np.ndarray, b: np.ndarray, scores: np.ndarray, gap: int, 
         ev[2].record()
         ev[2].synchronize()
         timings = {"forward_s": ev[0].time_till(ev[1]) / 1e3, "total_s": ev[0].time_till(ev[2]) / 1e3}
-        for buf in (bufs["hrow"], bufs["vcol"]):
-            buf.free()
+        for key in ("hrow", "vcol", "dirs"):
+            if key in bufs:
+                bufs[key].free()
     return PairResult(int(score[0]), ops, timings)
 
 

@@ -33,15 +33,17 @@ def test_oracle_pairs_scores_and_tracebacks(dev, nw_cases):
     mat = blosum62()
     for name, a, b, expected, _ in nw_cases:
         only = nw.align_pair(dev, a, b, mat.scores, GAP, traceback=False)
-        full = nw.align_pair(dev, a, b, mat.scores, GAP, traceback=True)
         assert only.score == expected, name
-        assert full.score == expected, name
-        assert rescore(full.ops, a, b, mat.scores, GAP) == expected, name
+        for trace in ("dirs", "borders"):
+            full = nw.align_pair(dev, a, b, mat.scores, GAP, traceback=True, trace=trace)
+            assert full.score == expected, (name, trace)
+            assert rescore(full.ops, a, b, mat.scores, GAP) == expected, (name, trace)
 
 
 @pytest.mark.parametrize("tw", [256, 32, 64])
 def test_random_pairs_vs_reference(dev, tw):
-    """Edge shapes (1 x n, tile multiples, +-1 around tiles) and tile widths vs the numpy reference."""
+    """Edge shapes (1 x n, tile multiples, +-1 around tiles) and tile widths vs the numpy reference, with
+    both tracebacks (kept directions, tile recomputation): optimal, and the same alignment."""
     from engine.cuda import nw
 
     mat = blosum62()
@@ -52,9 +54,27 @@ def test_random_pairs_vs_reference(dev, tw):
         a, b = _related(rng, m, n, 25)
         gap = int(rng.integers(0, 15))
         expected = reference.score(a, b, mat.scores, gap)
-        res = nw.align_pair(dev, a, b, mat.scores, gap, traceback=True, tw=tw)
-        assert res.score == expected, (m, n, gap)
-        assert rescore(res.ops, a, b, mat.scores, gap) == expected, (m, n, gap)
+        ops = {}
+        for trace in ("dirs", "borders"):
+            res = nw.align_pair(dev, a, b, mat.scores, gap, traceback=True, tw=tw, trace=trace)
+            assert res.score == expected, (m, n, gap, trace)
+            assert rescore(res.ops, a, b, mat.scores, gap) == expected, (m, n, gap, trace)
+            ops[trace] = res.ops
+        assert np.array_equal(ops["dirs"], ops["borders"]), (m, n, gap)
+
+
+def test_kept_directions_on_a_long_pair(dev):
+    """Many tiles in both directions (12 x 40 at tw=64), score from the numpy reference, same ops."""
+    from engine.cuda import nw
+
+    mat = blosum62()
+    a, b = _related(np.random.default_rng(8), 3000, 2500, 20)
+    expected = reference.score(a, b, mat.scores, GAP)
+    dirs = nw.align_pair(dev, a, b, mat.scores, GAP, tw=64, trace="dirs")
+    borders = nw.align_pair(dev, a, b, mat.scores, GAP, tw=64, trace="borders")
+    assert dirs.score == borders.score == expected
+    assert rescore(dirs.ops, a, b, mat.scores, GAP) == expected
+    assert np.array_equal(dirs.ops, borders.ops)
 
 
 def test_batch_vs_reference(dev):

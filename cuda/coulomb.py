@@ -109,6 +109,7 @@ class CoulombGrid:
                               "(%.1f MB); lower slab_bytes" % (planes, nx, ny, planes * nx * ny * 8e-6)) from exc
         atoms_gpu, atoms_d_gpu = gpuarray.to_gpu(atoms), gpuarray.to_gpu(atoms_d)
         step = self.shape.launch_atoms
+        scale = model.coeff_estat if model.distance_dependent else model.constant_scale
         out = np.empty((nz, ny, nx), dtype=np.float64)
         for z0 in range(0, nz, planes):
             nzs = min(planes, nz - z0)
@@ -120,9 +121,9 @@ class CoulombGrid:
                 ptrs = (np.uintp(int(atoms_gpu.gpudata) + 16 * a0),
                         np.uintp(int(atoms_d_gpu.gpudata) + 32 * a0))
                 self._launch(slab, ptrs, table, tile.shape[0], spec, z0, nzs, model)
-            out[z0:z0 + nzs] = slab.get()[:nzs * ny * nx].reshape(nzs, ny, nx)
-        scale = model.coeff_estat if model.distance_dependent else model.constant_scale
-        out *= scale
+            part = slab[:nzs * ny * nx]
+            part *= scale                                  # on the device: the same fp64 products as on the host
+            part.get(ary=out[z0:z0 + nzs].reshape(-1))     # straight into the map, no host-side copy
         return out
 
     def _launch(self, slab, ptrs, table, n_atoms: int, spec: GridSpec, z0: int, nzs: int,

@@ -35,7 +35,8 @@ def row(label, cells, seconds, check):
           flush=True)
 
 
-def single(dev, size: int, seed: int, mat, gap: int, verify_cpu: bool, tw: int | None = None) -> None:
+def single(dev, size: int, seed: int, mat, gap: int, verify_cpu: bool, tw: int | None = None,
+           rows: int = 8) -> None:
     """Score-only, then both tracebacks (kept directions where they fit, tile recomputation); the two
     tracebacks must give the same ops and re-score to the kernel's score."""
     from engine.align import reference
@@ -46,17 +47,17 @@ def single(dev, size: int, seed: int, mat, gap: int, verify_cpu: bool, tw: int |
     cells = float(len(a)) * len(b)
     default = nw.default_tile_width(len(a), len(b))
     tw = default if tw is None else tw
-    only = nw.align_pair(dev, a, b, mat.scores, gap, traceback=False, tw=tw)
+    only = nw.align_pair(dev, a, b, mat.scores, gap, traceback=False, tw=tw, rows=rows)
     check = "score %d" % only.score
     if verify_cpu:
         check += " cpu_ref==:%s" % (reference.score(a, b, mat.scores, gap) == only.score)
-    tag = " tw=%d%s" % (tw, "" if tw == default else " (not default)")
+    tag = " %dx%d%s" % (32 * rows, tw, "" if tw == default and rows == 8 else " (not default)")
     row("%dx%d score-only%s" % (len(a), len(b), tag), cells, only.timings["forward_s"], check)
     with dev:
-        fits = nw._keep_directions(nw.PairPlan(len(a), len(b), tw), "auto")
+        fits = nw._keep_directions(nw.PairPlan(len(a), len(b), tw, rows), "auto")
     ops = {}
     for mode in (("dirs", "borders") if fits else ("borders",)):
-        full = nw.align_pair(dev, a, b, mat.scores, gap, traceback=True, tw=tw, trace=mode)
+        full = nw.align_pair(dev, a, b, mat.scores, gap, traceback=True, tw=tw, trace=mode, rows=rows)
         ok = rescore(full.ops, a, b, mat.scores, gap) == full.score == only.score
         ops[mode] = full.ops
         row("%dx%d traceback (%s)%s" % (len(a), len(b), mode, tag), cells, full.timings["total_s"],
@@ -108,6 +109,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=10000)
     p.add_argument("--gap", type=int, default=11)
     p.add_argument("--other-widths", action="store_true", help="also time 100k and 1M with the other tile width")
+    p.add_argument("--variants", default="", help="also time every size with these ROWSxCOLS tiles (128x64,...)")
     args = p.parse_args()
     print("%-34s %14s %10s %10s %7s  %s" % ("case", "cells", "seconds", "GCUPS", "%peak", "check"))
     if args.parasail:
@@ -127,6 +129,9 @@ def main() -> None:
         if size in (100000, 1000000) and args.other_widths:   # the other tile width, for comparison
             other = 256 if nw.default_tile_width(size, size) == 128 else 128
             single(dev, size, 10 + k, mat, args.gap, verify_cpu=False, tw=other)
+        for variant in filter(None, args.variants.split(",")):   # ROWSxCOLS tiles, e.g. 128x64
+            th, tw = (int(x) for x in variant.split("x"))
+            single(dev, size, 10 + k, mat, args.gap, verify_cpu=size <= 10000, tw=tw, rows=th // 32)
     if args.batch:
         batch(dev, args.batch, 99, mat, args.gap)
 

@@ -120,8 +120,8 @@ nw_walk_dirs(const unsigned short* __restrict__ gdirs, int nj, int fm, int fn, u
             int li = li0, lj = lj0;
             long long n = sh_n;
             while (li > 0 && lj > 0) {
-                const int r = li - 1, ln = r >> 3;
-                const unsigned op = ((unsigned)sd[(lj - 1 + ln) * 32 + ln] >> (2 * (r & 7))) & 3u;
+                const int r = li - 1, ln = r / NW_R;
+                const unsigned op = ((unsigned)sd[(lj - 1 + ln) * 32 + ln] >> (2 * (r % NW_R))) & 3u;
                 ops[n++] = (unsigned char)op;
                 li -= (op != 2u);
                 lj -= (op != 1u);

@@ -18,7 +18,7 @@
 #define NW_FULL 0xffffffffu
 #define NW_DIR_LD (NW_TW + 2)  // row stride of the traceback direction words (bank-conflict free)
 
-static_assert(NW_R == 8, "the int8 profile packs exactly 8 rows per lane");
+static_assert(NW_R == 8 || NW_R == 4, "the int8 profile packs 4 or 8 rows per lane");
 static_assert(NW_TW % 32 == 0, "NW_TW must be a multiple of 32");
 
 // Extract the signed int8 score of row k (0..7) from the packed profile entry.
@@ -36,7 +36,7 @@ __device__ __forceinline__ void nw_build_profile(uint2* prof, const signed char*
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             lo |= ((unsigned)(unsigned char)sub_s[arow[k] * 32 + c]) << (8 * k);
-            hi |= ((unsigned)(unsigned char)sub_s[arow[k + 4] * 32 + c]) << (8 * k);
+            if (NW_R == 8) hi |= ((unsigned)(unsigned char)sub_s[arow[(k + 4) % NW_R] * 32 + c]) << (8 * k);
         }
         prof[c * 32 + lane] = make_uint2(lo, hi);
     }
@@ -50,7 +50,7 @@ __device__ __forceinline__ void nw_build_profile(uint2* prof, const signed char*
 // The cell (final row fl*NW_R+fk, column fc) is written to *result; TRACE stores 2-bit directions in
 // shared memory (dirs[lane][column], for a traceback's tile recomputation). GDIRS keeps the bottom row and
 // also stores every cell's directions to global memory in step order: gdirs[step * 32 + lane] holds the
-// 16 bits of the lane's NW_R rows at column step - lane (one coalesced 64-byte store per step).
+// 2 * NW_R bits of the lane's rows at column step - lane (one coalesced 64-byte store per step).
 template <bool TRACE, bool GDIRS = false>
 __device__ __forceinline__ void nw_warp_stripe(const int* top, int* bottom, const unsigned char* bcodes,
                                                int ncols, const uint2* prof, int gap, int h[NW_R],

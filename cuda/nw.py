@@ -15,8 +15,7 @@ import numpy as np
 
 from engine.errors import DataError, DeviceError
 
-NW_R = 8
-NW_TH = 32 * NW_R
+NW_R = 8  # rows per lane of the compiled default (tiles of 32 * NW_R rows); 4 is the other variant
 NW_TW = 256
 NW_WPB = 4
 PAD = 31
@@ -42,10 +41,16 @@ class PairPlan:
     m: int
     n: int
     tw: int = NW_TW
+    rows: int = NW_R
+
+    @property
+    def th(self) -> int:
+        """Tile rows: 32 lanes x `rows` rows each."""
+        return 32 * self.rows
 
     @property
     def n_i(self) -> int:
-        return -(-self.m // NW_TH)
+        return -(-self.m // self.th)
 
     @property
     def n_j(self) -> int:
@@ -57,7 +62,7 @@ class PairPlan:
 
     @property
     def ldv(self) -> int:
-        return self.n_i * NW_TH + 1
+        return self.n_i * self.th + 1
 
     @property
     def border_bytes(self) -> int:
@@ -80,10 +85,12 @@ def sub_table(scores: np.ndarray) -> np.ndarray:
     return table
 
 
-def _module(dev, tw: int):
+def _module(dev, tw: int, rows: int = NW_R):
     from .compiler import load_module
 
     defines = {} if tw == NW_TW else {"NW_TW": tw}
+    if rows != NW_R:
+        defines["NW_R"] = rows
     return load_module(dev, "nw.cu", defines)
 
 
@@ -177,10 +184,11 @@ def default_tile_width(m: int, n: int) -> int:
 
 
 def align_pair(dev, a: np.ndarray, b: np.ndarray, scores: np.ndarray, gap: int, *, traceback: bool = True,
-               tw: int | None = None, trace: str = "auto") -> PairResult:
+               tw: int | None = None, trace: str = "auto", rows: int = NW_R) -> PairResult:
     """Score (and with `traceback`, an optimal alignment) of codes `a` x `b` on device `dev`.
 
-    `tw`: tile columns (a multiple of 32; default from the pair's size). `trace` picks the traceback:
+    `tw`: tile columns (a multiple of 32; default from the pair's size); `rows`: rows per lane (8 or 4).
+    `trace` picks the traceback:
     "dirs" keeps 2 bits per cell in the forward pass and walks them, "borders" keeps only tile borders and
     recomputes tiles on the way back (any size), "auto" the first when it fits in memory. Both give the
     same alignment (the same tie-breaking on the same scores).
@@ -188,10 +196,10 @@ def align_pair(dev, a: np.ndarray, b: np.ndarray, scores: np.ndarray, gap: int, 
     import pycuda.driver as drv
 
     tw = default_tile_width(len(a), len(b)) if tw is None else tw
-    plan = PairPlan(len(a), len(b), tw)
+    plan = PairPlan(len(a), len(b), tw, rows)
     with dev:
-        mod = _module(dev, tw)
-        bufs = {"a": drv.to_device(_padded(a, plan.n_i * NW_TH)), "b": drv.to_device(_padded(b, plan.n_j * tw)),
+        mod = _module(dev, tw, rows)
+        bufs = {"a": drv.to_device(_padded(a, plan.n_i * plan.th)), "b": drv.to_device(_padded(b, plan.n_j * tw)),
                 "sub": drv.to_device(sub_table(scores)), "result": drv.mem_alloc(4)}
         bufs["hrow"], bufs["vcol"] = _borders(dev, mod, plan, gap)
         if traceback and _keep_directions(plan, trace):

@@ -63,6 +63,25 @@ def test_random_pairs_vs_reference(dev, tw):
         assert np.array_equal(ops["dirs"], ops["borders"]), (m, n, gap)
 
 
+@pytest.mark.parametrize("rows,tw", [(4, 64), (4, 128)])
+def test_four_rows_per_lane(dev, rows, tw):
+    """The 128-row tile variant: scores from the numpy reference, optimal and identical tracebacks."""
+    from engine.cuda import nw
+
+    mat = blosum62()
+    rng = np.random.default_rng(21 + tw)
+    for m, n in [(1, 1), (1, 200), (129, 127), (128, 64), (700, 900), (2000, 1500)]:
+        a, b = _related(rng, m, n, 25)
+        gap = int(rng.integers(0, 15))
+        expected = reference.score(a, b, mat.scores, gap)
+        only = nw.align_pair(dev, a, b, mat.scores, gap, traceback=False, tw=tw, rows=rows)
+        dirs = nw.align_pair(dev, a, b, mat.scores, gap, tw=tw, rows=rows, trace="dirs")
+        borders = nw.align_pair(dev, a, b, mat.scores, gap, tw=tw, rows=rows, trace="borders")
+        assert only.score == dirs.score == borders.score == expected, (m, n, gap)
+        assert rescore(dirs.ops, a, b, mat.scores, gap) == expected, (m, n, gap)
+        assert np.array_equal(dirs.ops, borders.ops), (m, n, gap)
+
+
 def test_kept_directions_on_a_long_pair(dev):
     """Many tiles in both directions (12 x 40 at tw=64), score from the numpy reference, same ops."""
     from engine.cuda import nw

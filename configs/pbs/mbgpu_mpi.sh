@@ -24,8 +24,8 @@ RUN="run-$STEM-${PBS_JOBID%%.*}.nex"
 printf '#NEXUS\nbegin mrbayes;\n  set autoclose=yes;\n  execute %s;\n  mcmc %s;\nend;\n' "$SETUP" "$MODE" > "$RUN"
 
 # PBS has no "signal before the limit": timeout sends USR1 to mpiexec 300 s before the walltime and
-# mpiexec (Open MPI, MPICH) forwards it to every rank. Each rank sees all GPUs of its node and takes
-# the one of its local rank (or MBGPU_DEVICE).
+# mpiexec forwards it to every rank (MPICH's hydra does; Open MPI 4.1.6's mpirun did not in our test,
+# see docs/hpc.md). Each rank sees all GPUs of its node and takes the one of its local rank (or MBGPU_DEVICE).
 timeout --preserve-status --signal=USR1 --kill-after=240 $((WALL - 300)) \
     mpiexec -np "$NP" --hostfile "$PBS_NODEFILE" mbgpu "$RUN"
 RC=$?

@@ -44,7 +44,7 @@ class Interpreter:
         """Execute a NEXUS file (its blocks in order)."""
         p = Path(path)
         if not p.is_file():
-            raise InputFileError("cannot open '%s': no such file" % path)
+            raise InputFileError("cannot open '%s': %s" % (path, "not a file" if p.exists() else "no such file"))
         try:
             text = p.read_bytes().decode("utf-8", errors="replace")
         except OSError as exc:

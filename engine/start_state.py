@@ -37,6 +37,8 @@ def user_tree(settings, name: str) -> Tree:
 
 def start_tree(settings, rng: np.random.Generator) -> Tree:
     """The start tree of one chain (startvals when given, otherwise random)."""
+    if settings.matrix.ntax < 3:
+        raise DataError("an analysis needs at least 3 taxa; the matrix has %d" % settings.matrix.ntax)
     tau, v = settings.startvals.get("Tau"), settings.startvals.get("V")
     if tau is None and v is None:
         return random_tree(settings.matrix.ntax, rng, brlen=DEFAULT_BRLEN)

@@ -68,3 +68,57 @@ def test_bad_files_never_traceback(tmp_path, text):
     f.write_text(text)
     r = mbgpu(str(f))
     assert r.returncode == 2 and r.stderr.startswith(str(f)) and "Traceback" not in r.stderr
+
+
+DATA3 = """#NEXUS
+begin data; dimensions ntax=3 nchar=4; format datatype=dna missing=? gap=-;
+matrix
+a ACGT
+b ACGA
+c ACTT
+;
+end;
+"""
+
+
+@pytest.mark.parametrize("text, where, message", [
+    (DATA3 + "begin mrbayes; lsett nst=6; end;\n", "9:16", "unknown command 'lsett'"),
+    (DATA3 + "begin mrbayes; s seed=1; end;\n", "9:16", "ambiguous command 's'"),
+    (DATA3 + "begin mrbayes; lset nsx=6; end;\n", "9:21", "unknown parameter of lset 'nsx'"),
+    (DATA3 + "begin mrbayes; lset n=6; end;\n", "9:21", "ambiguous parameter of lset 'n'"),
+    (DATA3 + "begin mrbayes; lset rates=foo; end;\n", "9:27", "unknown value for Rates 'foo'"),
+    (DATA3 + "begin mrbayes; lset coding=no; end;\n", "9:28", "ambiguous value for Coding 'no'"),
+    (DATA3.replace("ntax=3", "ntax=4"), "7:1", "the matrix has 3 taxa but dimensions say ntax=4"),
+    (DATA3.replace("nchar=4", "nchar=5"), "7:1", "taxon 'a' has 4 characters but dimensions say nchar=5"),
+    (DATA3.replace("nchar=4", "nchar=3"), "4:6", "taxon 'a' has more than nchar=3 characters"),
+    (DATA3.replace("ACTT", "ACJT"), "6:5", "illegal character 'J' for datatype dna"),
+    (DATA3.replace("c ACTT", "a ACTT"), "6:1", "taxon 'a' appears twice"),
+    (DATA3.replace("c ACTT\n", ""), "6:1", "the matrix has 2 taxa but dimensions say ntax=3"),
+    (DATA3 + "[ never closed\n", "9:1", "unterminated comment"),
+    (DATA3 + "begin mrbayes; lset nst=2;\n", "9:1", "block 'mrbayes' is not closed"),
+    (DATA3 + "begin mrbayes; charset x = 2-9; end;\n", "9:28", "character range '2-9' is outside 1-4"),
+    (DATA3 + "begin mrbayes; execute nosuch.nex; end;\n", "9:24", "cannot open 'nosuch.nex'"),
+    (DATA3.replace("ntax=3", "ntax=2").replace("c ACTT\n", "") + "begin mrbayes; mcmc ngen=1; end;\n",
+     "8:16", "an analysis needs at least 3 taxa; the matrix has 2"),
+], ids=["unknown-command", "ambiguous-command", "unknown-parameter", "ambiguous-parameter", "unknown-value",
+        "ambiguous-value", "ntax-too-big", "nchar-too-big", "nchar-too-small", "illegal-character",
+        "repeated-taxon", "missing-taxon", "unterminated-comment", "unterminated-block", "charset-out-of-range",
+        "execute-missing-file", "mcmc-two-taxa"])
+def test_every_bad_input_is_one_line_and_status_2(tmp_path, monkeypatch, capsys, text, where, message):
+    """Issue 2's bad-input list through the CLI entry point: status 2, one located line, no traceback."""
+    from engine.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.nex").write_text(text)
+    status = main(["bad.nex"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("bad.nex:%s: error: " % where) and message in err, err
+
+
+def test_a_directory_is_not_a_file(tmp_path, capsys):
+    from engine.cli import main
+
+    assert main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err == "mbgpu: error: cannot open '%s': not a file\n" % tmp_path

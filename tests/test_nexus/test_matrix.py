@@ -102,3 +102,12 @@ end;
     it = interp_for(text, tmp_path)
     rec = it.settings.trees["best"]
     assert rec.newick == "(1:0.1,2:2e-3);" and rec.translate == {"1": "Homo sapiens", "2": "Pan"}
+
+
+def test_rna_symbols_and_literal_underscores(tmp_path):
+    rna = "#NEXUS\nbegin data; dimensions ntax=2 nchar=3; format datatype=rna; matrix\na_1 ACU\nb AGN\n;\nend;\n"
+    m = interp_for(rna, tmp_path).settings.matrix
+    assert m.taxa == ["a_1", "b"] and list(m.masks[0]) == [1, 2, 8] and m.masks[1, 2] == 15
+    std = ("#NEXUS\nbegin data; dimensions ntax=2 nchar=3; format datatype=standard symbols=\"012ab\";\n"
+           "matrix\na 0a2\nb b10\n;\nend;\n")
+    assert interp_for(std, tmp_path).settings.matrix.masks.tolist() == [[1, 8, 4], [16, 2, 1]]

@@ -38,7 +38,7 @@ def make_case(spec: ModelSpec, n_taxa: int, n_patterns: int, rng: np.random.Gene
 
 
 def time_case(part: PartitionLikelihood, tree, budget_s: float) -> tuple[float, int]:
-    """Seconds per evaluation (best of repeated timing within the budget) and evaluations done."""
+    """Seconds per evaluation (median of repeated timings within the budget) and evaluations done."""
     part.log_likelihood(tree)                       # warm-up
     times = []
     start = time.perf_counter()

@@ -106,3 +106,11 @@ def test_site_likelihood_weights_and_compensated_sum():
     b.set_pattern_weights(np.array([2.0, 0.5, 1.0]))
     total = b.root_log_likelihood(4, MODEL.frequencies, MODEL.category_weights, 0.0, NONE, 5, 5)
     assert total == pytest.approx(2.0 * site[0] + 0.5 * site[1] + site[2], rel=1e-15)
+
+
+def test_compensated_sum_keeps_what_naive_summation_loses():
+    from engine.likelihood.numpy_backend import compensated_sum
+
+    values = np.array([1e16, 1.0, -1e16] + [0.1] * 10)
+    assert sum(values.tolist()) != 2.0                        # left-to-right float addition loses the 1.0
+    assert compensated_sum(values) == 2.0

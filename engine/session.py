@@ -51,7 +51,7 @@ def prompt_loop(interp: Interpreter, stdin=None) -> int:
         if not text.rstrip().endswith(";"):
             text += ";"
         try:
-            interp.run_text(text, "<stdin>:%d" % n if False else "<stdin>")
+            interp.run_text("\n" * (n - 1) + text, "<stdin>")   # errors name the line typed: <stdin>:n:col
         except Quit:
             return 0
         except MbgpuError as err:

@@ -58,6 +58,7 @@ def test_interactive_prompt_continues_after_error(tmp_path):
 def test_interactive_quitonerror_stops(tmp_path):
     r = mbgpu("-i", stdin="set quitonerror=yes\nbogus\nhelp\n")
     assert r.returncode == 2 and "unknown command 'bogus'" in r.stderr
+    assert r.stderr.startswith("<stdin>:2:1: error:"), r.stderr   # the line as typed, not always line 1
 
 
 @pytest.mark.parametrize("text", ["#NEXUS\nbegin data; dimensions ntax=2 nchar=2; format datatype=dna;\n"
@@ -98,12 +99,13 @@ end;
     (DATA3 + "begin mrbayes; lset nst=2;\n", "9:1", "block 'mrbayes' is not closed"),
     (DATA3 + "begin mrbayes; charset x = 2-9; end;\n", "9:28", "character range '2-9' is outside 1-4"),
     (DATA3 + "begin mrbayes; execute nosuch.nex; end;\n", "9:24", "cannot open 'nosuch.nex'"),
+    (DATA3 + "begin mrbayes; prset aamodelpr=fixed(mt); end;\n", "9:32", "ambiguous Aamodelpr=Fixed name 'mt'"),
     (DATA3.replace("ntax=3", "ntax=2").replace("c ACTT\n", "") + "begin mrbayes; mcmc ngen=1; end;\n",
      "8:16", "an analysis needs at least 3 taxa; the matrix has 2"),
 ], ids=["unknown-command", "ambiguous-command", "unknown-parameter", "ambiguous-parameter", "unknown-value",
         "ambiguous-value", "ntax-too-big", "nchar-too-big", "nchar-too-small", "illegal-character",
         "repeated-taxon", "missing-taxon", "unterminated-comment", "unterminated-block", "charset-out-of-range",
-        "execute-missing-file", "mcmc-two-taxa"])
+        "execute-missing-file", "aamodel-name-at-prset", "mcmc-two-taxa"])
 def test_every_bad_input_is_one_line_and_status_2(tmp_path, monkeypatch, capsys, text, where, message):
     """Issue 2's bad-input list through the CLI entry point: status 2, one located line, no traceback."""
     from engine.cli import main

@@ -34,3 +34,8 @@ def test_file_loads(path, tmp_path, monkeypatch):
     assert m is not None and m.ntax > 0
     if path.stem in DIMS:
         assert (m.ntax, m.nchar) == DIMS[path.stem]
+
+
+def test_the_shared_files_were_found():
+    """Guard: without ../shared the parametrised tests above would collect nothing and pass silently."""
+    assert len(FILES) >= 47, "expected the 10 MrBayes examples and 37 oracles in %s, found %d" % (SHARED, len(FILES))

@@ -220,6 +220,7 @@ class Prior(Param):
     heads: tuple[str, ...] = ()
     subs: dict = field(default_factory=dict)
     named: bool = False  # args may be words (fixed(wag), fixed(equal), fixed(treename))
+    words: dict = field(default_factory=dict)  # kind -> the words its args must name (checked here)
 
     def __post_init__(self) -> None:
         if isinstance(self.default, str):
@@ -234,6 +235,9 @@ class Prior(Param):
             raise CommandError("%s needs a distribution name before '('" % self.name)
         kind = resolve(v.head, heads, "value for %s" % self.name)
         args = tuple(self._arg(a) for a in (v.args or ()))
+        if kind in self.words:       # e.g. aamodelpr=fixed(wa): an unknown or ambiguous name is an error here
+            args = tuple(resolve(a, self.words[kind], "%s=%s name" % (self.name, kind)) if isinstance(a, str)
+                         else a for a in args)
         sub = None
         if v.sub is not None:
             allowed = subs.get(kind)

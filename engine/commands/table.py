@@ -45,7 +45,7 @@ def _prset() -> list[Param]:
         Divisions("Applyto", "all", "divisions the settings apply to"),
         P("Tratiopr", "Beta(1,1)", "transition/transversion rate ratio", ("Beta", "Fixed")),
         P("Revmatpr", "Dirichlet(1,1,1,1,1,1)", "GTR exchangeabilities", ("Dirichlet", "Fixed")),
-        P("Aamodelpr", "Fixed(Poisson)", "amino-acid model", ("Fixed", "Mixed"), named=True),
+        P("Aamodelpr", "Fixed(Poisson)", "amino-acid model", ("Fixed", "Mixed"), named=True, words={"Fixed": _AA}),
         P("Aarevmatpr", "Dirichlet(1,...)", "amino-acid GTR exchangeabilities", ("Dirichlet", "Fixed")),
         P("Omegapr", "Dirichlet(1,1)", "dN/dS", ("Dirichlet", "Fixed")),
         P("Ny98omega1pr", "Beta(1,1)", "NY98 omega1", ("Beta", "Fixed")),

@@ -6,7 +6,8 @@ Each configuration runs in a fresh subprocess (MBGPU_BACKEND=gpu|cpu, MBGPU_SAMP
 and the rate is measured between the first and the last printed generation, so start-up (data,
 kernels, initial state) is not counted. The numpy backend runs few generations: it is slow on these
 sizes. Configurations (CONFIGS): batched or per-chain ("chain", the code before batching), fp64 or
-fp32, with MrBayes' default moves or without ParsSPR ("-nopars").
+fp32, with MrBayes' default moves or without ParsSPR ("-nopars"); "gpu-cpupars": ParsSPR's parsimony in numpy
+instead of on the GPU (MBGPU_GPU_PARSIMONY=0).
 
     python3 benchmarks/mcmc_gpu.py [--gpu-gens 200] [--cpu-gens 12] [--cases dna,protein]
                                    [--configs gpu,gpu-chain,...] [--scale 1.0] [--profile gpu-nopars]
@@ -49,8 +50,10 @@ CONFIGS = {
     "gpu-chain-nopars": ("gpu", "chain", "", False),
     "cpu-nopars": ("cpu", "batched", "", False),
     "gpu-nopars-p2": ("gpu", "batched", "", False),      # MBGPU_PIPELINE=2: two groups, launch overlaps proposals
+    "gpu-cpupars": ("gpu", "batched", "", True),         # ParsSPR's parsimony in numpy (MBGPU_GPU_PARSIMONY=0)
 }
 PIPELINE = {"gpu-nopars-p2": "2"}
+ENV = {"gpu-cpupars": {"MBGPU_GPU_PARSIMONY": "0"}}
 RUNNER = """import sys
 if sys.argv[2] == "0":
     import engine.moves.pars_spr as m
@@ -124,7 +127,7 @@ def run_config(folder: str, case: dict, data: str, label: str, ngen: int, timeou
     with open(block, "w", encoding="ascii") as f:
         f.write(mcmc_block(case, data, ngen, printfreq, extra))
     env = dict(os.environ, MBGPU_BACKEND=backend, MBGPU_SAMPLER=sampler, PYTHONUNBUFFERED="1",
-               MBGPU_PIPELINE=PIPELINE.get(label, os.environ.get("MBGPU_PIPELINE", "1")))
+               MBGPU_PIPELINE=PIPELINE.get(label, os.environ.get("MBGPU_PIPELINE", "1")), **ENV.get(label, {}))
     start = time.time()
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, block, "1" if pars else "0", profile], cwd=work,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

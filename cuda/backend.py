@@ -505,6 +505,7 @@ def backend_factory(*, device=None, precision: str = "double"):
     def make(spec: InstanceSpec) -> CudaBackend:
         return CudaBackend(spec, device=dev, precision=precision)
 
+    make.device = dev          # other GPU work of the run (ParsSPR's parsimony) goes to the same device
     return make
 
 

@@ -46,7 +46,8 @@ class MoveContext:
     pattern_masks: per partition (uint32 state-set masks [n_tips, n_patterns], pattern weights);
     n_states / rate_mults: per partition (default: inferred from the masks / 1.0), used by ParsSPR;
     brlens_prior: the `brlenspr` PriorValue (Unconstrained:...); anchor: the tip MrBayes roots at
-    internally (its outgroup), used by ParsSPR and Nodeslider to orient branches.
+    internally (its outgroup), used by ParsSPR and Nodeslider to orient branches; parsimony: an object
+    computing ParsSPR's costs elsewhere (the GPU), or None for numpy.
     """
 
     n_tips: int
@@ -55,6 +56,7 @@ class MoveContext:
     n_states: Sequence[int] | None = None
     rate_mults: Sequence[float] | None = None
     anchor: int = 0
+    parsimony: Any = None      # engine.cuda.parsimony.GpuParsimony when the likelihood runs on a GPU
 
 
 def brlen_bounds(prior: Any) -> tuple[float, float]:

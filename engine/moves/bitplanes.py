@@ -54,6 +54,12 @@ def integer_weights(w: np.ndarray) -> np.ndarray | None:
     return w.astype(np.int64)
 
 
+def weight_planes(w: np.ndarray) -> np.ndarray:
+    """Bit planes of non-negative integer weights: uint64 [n_bits, n_words], bit b of w[j] in plane b."""
+    n_bits = max(int(w.max()).bit_length(), 1) if w.size else 1
+    return _pack_rows(((w[None, :] >> np.arange(n_bits, dtype=np.int64)[:, None]) & 1).astype(bool))
+
+
 def missed_weights(final: dict, s_set: np.ndarray, w: np.ndarray, xs, ys) -> np.ndarray:
     """For each branch (xs[j], ys[j]): the total weight of the patterns where neither end's final set meets
     `s_set` (planes), with integer weights `w` (int64 [n_patterns]); float64 [n_branches]."""
@@ -63,8 +69,7 @@ def missed_weights(final: dict, s_set: np.ndarray, w: np.ndarray, xs, ys) -> np.
     ix = np.fromiter((row[x] for x in xs), np.int64, len(xs))
     iy = np.fromiter((row[y] for y in ys), np.int64, len(ys))
     miss = ~(meets[ix] | meets[iy])                               # [c, W]: neither end meets S
-    n_bits = max(int(w.max()).bit_length(), 1) if w.size else 1
-    planes = _pack_rows(((w[None, :] >> np.arange(n_bits, dtype=np.int64)[:, None]) & 1).astype(bool))
+    planes = weight_planes(w)
     total = np.zeros(len(xs), dtype=np.int64)
     for b, plane in enumerate(planes):                            # padding bits of a plane are 0
         words = np.flatnonzero(plane)

@@ -26,13 +26,32 @@ from engine.tree import Tree
 
 
 def perturbed_weights(weights: np.ndarray, r: float, rng: np.random.Generator) -> np.ndarray:
-    """Each of a pattern's sites adds -1 with probability r and +1 with probability r (MrBayes)."""
-    count = np.maximum(np.ceil(np.asarray(weights, float) - 1e-9), 0).astype(np.int64)
+    """Each of a pattern's sites adds -1 with probability r and +1 with probability r (MrBayes).
+
+    A one-site pattern takes one uniform draw (+1 below r, -1 in [r, 2r)); patterns of several sites
+    draw up ~ Bin(count, r) and down ~ Bin(count - up, r / (1 - r)), the same distribution per site.
+    """
+    w = np.asarray(weights, float)
     if r <= 0.0:
-        return np.asarray(weights, float)
-    up = rng.binomial(count, r)
-    down = rng.binomial(count - up, r / (1.0 - r))
-    return np.asarray(weights, float) + up - down
+        return w
+    count = np.maximum(np.ceil(w - 1e-9), 0).astype(np.int64)
+    if r >= 0.5:                                  # no room for two disjoint events of one uniform
+        up = rng.binomial(count, r)
+        return w + up - rng.binomial(count - up, min(r / (1.0 - r), 1.0))
+    u = rng.random(w.size)
+    step = (u < r).astype(np.float64) - ((u >= r) & (u < 2.0 * r))
+    step[count == 0] = 0.0
+    few = np.flatnonzero((count > 1) & (count <= 8))   # a few sites: one uniform per site
+    if few.size:
+        c = count[few]
+        u = rng.random((few.size, int(c.max())))
+        u[np.arange(u.shape[1])[None, :] >= c[:, None]] = 1.0
+        step[few] = (u < r).sum(axis=1) - ((u >= r) & (u < 2.0 * r)).sum(axis=1)
+    many = np.flatnonzero(count > 8)
+    if many.size:
+        up = rng.binomial(count[many], r)
+        step[many] = up - rng.binomial(count[many] - up, r / (1.0 - r))
+    return w + step
 
 
 def _attachment(tree: Tree, rng: np.random.Generator, anchor: int) -> tuple[int, int]:
@@ -67,6 +86,11 @@ class ParsSPR(Move):
             w_int = bitplanes.integer_weights(w) if bitplanes.AVAILABLE else None
             if w_int is not None:                 # 64 patterns per word; the same integer costs
                 planes = self._planes(masks)
+                missed = (ctx.parsimony.missed_weights(planes, adj, ctx.anchor, s, xs, ys, w_int, n)
+                          if ctx.parsimony is not None else None)
+                if missed is not None:            # the same integers, computed on the GPU
+                    cost += factor * missed
+                    continue
                 final = final_sets(adj, ctx.anchor, planes, n, PlaneOps)
                 s_set = downpass(adj, s, planes, n, ops=PlaneOps)[s]
                 cost += factor * bitplanes.missed_weights(final, s_set, w_int, xs, ys)
@@ -109,14 +133,14 @@ class ParsSPR(Move):
         forth = np.exp(logw)
         forth[joined] = 0.0
         if not forth.sum() > 0.0:                 # large data: every other target underflowed; renormalise
-            logw -= np.delete(logw, joined).max()
-            forth = np.exp(logw)
-            forth[joined] = 0.0
+            logw -= np.delete(logw, joined).max()   # (the joined branch's logw may now be far above 0)
+            forth = np.exp(np.where(np.arange(len(logw)) == joined, -np.inf, logw))
         c = int(np.searchsorted(np.cumsum(forth), rng.random() * forth.sum(), side="right"))
         c = min(c, len(candidates) - 1)
         while forth[c] == 0.0:
             c -= 1
-        back = np.exp(logw)
+        with np.errstate(over="ignore"):          # an overflow to inf is handled by _log_sum
+            back = np.exp(logw)
         back[c] = 0.0
         log_h = (logw[joined] - _log_sum(back, logw, c)) - (logw[c] - math.log(forth.sum()))
         x, y = candidates[c]
@@ -148,9 +172,10 @@ class ParsSPR(Move):
 
 
 def _log_sum(weights: np.ndarray, logw: np.ndarray, skip: int) -> float:
-    """log of weights.sum() (= sum of exp(logw) without `skip`), also when every term underflowed."""
+    """log of weights.sum() (= sum of exp(logw) without `skip`), also when every term underflowed or one
+    overflowed (then the log-sum-exp of logw)."""
     total = weights.sum()
-    if total > 0.0:
+    if 0.0 < total < math.inf:
         return math.log(total)
     rest = np.delete(logw, skip)
     top = rest.max()

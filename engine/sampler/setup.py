@@ -2,6 +2,7 @@
 incremental likelihoods and move lists, one chain per (run, chain) with its own random stream."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,13 +38,24 @@ class Prior:
         return lnp + sum(parameter_log_prior(p, self.n_chars, v) for p, v in zip(self.params, values))
 
 
-def _move_context(settings, sets):
+def _gpu_parsimony(factory):
+    """ParsSPR's costs on the likelihood's GPU when the backend runs on one (MBGPU_GPU_PARSIMONY=0: numpy)."""
+    device = getattr(getattr(factory, "make", factory), "device", None)
+    if device is None or os.environ.get("MBGPU_GPU_PARSIMONY", "1") == "0":
+        return None
+    from engine.cuda.parsimony import GpuParsimony
+
+    return GpuParsimony(device)
+
+
+def _move_context(settings, sets, factory=None):
     from engine.moves.base import MoveContext
 
     flat = [ps for group in sets for ps in group if ps.n_patterns]
     return MoveContext(n_tips=settings.matrix.ntax, brlens_prior=settings.divisions[0].prset["Brlenspr"],
                        pattern_masks=[(ps.masks, ps.weights) for ps in flat],
-                       n_states=[ps.n_states for ps in flat], anchor=settings.outgroup)
+                       n_states=[ps.n_states for ps in flat], anchor=settings.outgroup,
+                       parsimony=_gpu_parsimony(factory))
 
 
 def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True,
@@ -58,7 +70,7 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     n_chars = {i: float(sum(p.weights.sum() for p in group)) for i, group in enumerate(sets, 1)}
     fixed_mult = rate_multipliers(settings)
     prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars)
-    ctx = _move_context(settings, sets)
+    ctx = _move_context(settings, sets, factory)
     use_data = settings.mcmc.get("Data", "Yes") == "Yes"
     inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models
               for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []

@@ -154,3 +154,34 @@ def test_autotune_follows_mrbayes_rule():
     n = NNI()
     n.tune(0.9)
     assert n.tuning == {}
+
+
+def test_pars_spr_hastings_when_costs_over_and_underflow():
+    """Costs so far apart that every target but the joined branch underflows: after renormalising, the
+    joined branch's weight overflows; log Hastings must stay finite (was -inf: the move always rejected)."""
+    import math
+
+    from engine.moves.pars_spr import _log_sum
+
+    logw = np.array([800.0, 0.0, -3.0, -5.0])            # joined branch (index 0) overflows exp()
+    with np.errstate(over="ignore"):
+        back = np.exp(logw)
+    back[1] = 0.0
+    got = _log_sum(back, logw, 1)
+    assert math.isfinite(got) and got == pytest.approx(800.0 + math.log1p(math.exp(-803.0) + math.exp(-805.0)))
+    assert _log_sum(np.exp(np.array([0.0, -1.0])), np.array([0.0, -1.0]), 1) == pytest.approx(math.log(1 + math.exp(-1)))
+
+
+@pytest.mark.parametrize("count", [1, 3, 8, 40])
+def test_perturbed_weights_add_plus_or_minus_one_per_site_with_probability_r(count):
+    """MrBayes' ParsSPR weights: each site of a pattern adds +1 w.p. r and -1 w.p. r, independently."""
+    from engine.moves.pars_spr import perturbed_weights
+
+    r, n = 0.05, 40000
+    step = perturbed_weights(np.full(n, float(count)), r, np.random.default_rng(count)) - count
+    assert np.all(step == np.round(step)) and np.abs(step).max() <= count
+    assert abs(step.mean()) < 4 * math.sqrt(2 * r * count / n)            # mean 0
+    assert step.var() == pytest.approx(2 * r * count, rel=0.05)            # variance 2 r count
+    if count == 1:
+        assert np.mean(step == 1) == pytest.approx(r, abs=0.005) and np.mean(step == -1) == pytest.approx(r, abs=0.005)
+    assert np.all(perturbed_weights(np.zeros(5), r, np.random.default_rng(0)) == 0)

@@ -1,0 +1,105 @@
+"""ParsSPR's Fitch parsimony costs on the GPU (cuda/parsimony.cu): one launch per proposal.
+
+The host turns the pruned tree (R rooted at the anchor tip, and the subtree S) into a small program of
+node rows, uploads it with the perturbed integer weights (the kernel packs their bit planes), and reads back one integer
+cost per regraft candidate: the same integers as engine.moves.bitplanes.missed_weights, so proposals do
+not change. A pattern set's tip planes are uploaded once. pycuda is imported inside functions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from engine.moves.parsimony import rooted_order
+
+BLOCK = 128
+
+
+def tree_program(adj, anchor: int, s: int, n_tips: int, xs, ys) -> np.ndarray | None:
+    """int32 rows: downpass (v, kid, kid) of R's and S's internal nodes, then final-pass (v, parent, kid,
+    kid) of R's in preorder, then the candidates (x, y); None when a node is not binary (numpy path)."""
+    down, up = [], []
+    order, parent = rooted_order(adj, anchor)
+    s_order, s_parent = rooted_order(adj, s)
+    for nodes, par in ((order, parent), (s_order, s_parent)):
+        for v in reversed(nodes):
+            if v >= n_tips:
+                kids = [w for w in adj[v] if par.get(w) == v]
+                if len(kids) != 2:
+                    return None
+                down.append((v, kids[0], kids[1]))
+    for v in order[1:]:
+        if v >= n_tips:
+            kids = [w for w in adj[v] if parent.get(w) == v]
+            up.append((v, parent[v], kids[0], kids[1]))
+    flat = [x for row in down for x in row] + [x for row in up for x in row]
+    flat += [z for pair in zip(xs, ys) for z in pair]
+    return np.array([len(down), len(up), len(xs)] + flat, dtype=np.int32)
+
+
+class _PatternSet:
+    """Device buffers of one pattern set: tip planes and scratch sized for any tree of n_tips."""
+
+    def __init__(self, planes: np.ndarray, n_tips: int, n_patterns: int):
+        import pycuda.driver as drv
+
+        self.source = planes                       # kept alive: the cache is keyed by identity
+        self.k, self.w = planes.shape[1], planes.shape[2]
+        self.weights = drv.mem_alloc(4 * max(n_patterns, 1))
+        n_nodes = 2 * n_tips
+        self.tips = drv.to_device(np.ascontiguousarray(planes, dtype=np.uint64))
+        self.down = drv.mem_alloc(8 * n_nodes * self.k * self.w)
+        self.fin = drv.mem_alloc(8 * n_nodes * self.k * self.w)
+        self.meets = drv.mem_alloc(8 * n_nodes * self.w)
+        self.prog = drv.mem_alloc(4 * (3 + 9 * n_nodes))
+        self.wplanes = drv.mem_alloc(8 * 32 * self.w)
+        self.cost = drv.mem_alloc(8 * n_nodes)
+
+
+class GpuParsimony:
+    """ParsSPR's costs on one device (an engine.cuda.context.Device)."""
+
+    def __init__(self, device):
+        self.device = device
+        self._fn = None
+        self._sets: list[_PatternSet] = []
+
+    def _pattern_set(self, planes: np.ndarray, n_tips: int, n_patterns: int) -> _PatternSet:
+        for ps in self._sets:
+            if ps.source is planes:
+                return ps
+        ps = _PatternSet(planes, n_tips, n_patterns)
+        self._sets.append(ps)
+        return ps
+
+    def _kernel(self):
+        if self._fn is None:
+            from .compiler import load_module
+
+            self._fn = load_module(self.device, "parsimony.cu").get_function("pars_costs")
+            self._fn.prepare("PPPPPiiPiiPiPiiiiP")
+        return self._fn
+
+    def missed_weights(self, planes: np.ndarray, adj, anchor: int, s: int, xs, ys, w: np.ndarray,
+                       n_tips: int) -> np.ndarray | None:
+        """float64 [len(xs)]: per candidate (xs[j], ys[j]) the total integer weight `w` of the patterns where
+        neither final set meets S's set (as bitplanes.missed_weights); None: use the numpy path."""
+        import pycuda.driver as drv
+
+        prog = tree_program(adj, anchor, s, n_tips, xs, ys)
+        top = int(w.max()) if w.size else 0
+        if prog is None or top >= 2 ** 32:
+            return None
+        n_down, n_up, n_cand = (int(x) for x in prog[:3])
+        with self.device:
+            ps = self._pattern_set(planes, n_tips, w.size)
+            fn = self._kernel()
+            drv.memcpy_htod(ps.prog, np.ascontiguousarray(prog[3:]))
+            drv.memcpy_htod(ps.weights, w.astype(np.uint32))
+            drv.memset_d8(ps.cost, 0, 8 * n_cand)
+            cand = int(ps.prog) + 4 * (3 * n_down + 4 * n_up)
+            fn.prepared_call(((ps.w + BLOCK - 1) // BLOCK, 1), (BLOCK, 1, 1), ps.tips, ps.down, ps.fin, ps.meets,
+                             ps.prog, n_down, n_up, cand, n_cand, s, ps.weights, w.size, ps.wplanes,
+                             max(top.bit_length(), 1), n_tips, ps.k, ps.w, ps.cost)
+            out = np.empty(n_cand, dtype=np.uint64)
+            drv.memcpy_dtoh(out, ps.cost)
+        return out.astype(np.int64).astype(np.float64)

@@ -30,6 +30,9 @@ def _mpi_ok() -> bool:
 def pytest_collection_modifyitems(config, items):
     cuda = None
     mpi = _mpi_ok()
+    if not mpi and os.environ.get("MBGPU_REQUIRE_MPI") == "1" and any("mpi" in item.keywords for item in items):
+        raise pytest.UsageError("MBGPU_REQUIRE_MPI=1 but mpi4py or mpiexec is missing: the mpi tests would be "
+                                "skipped (pip install -e '.[mpi]')")
     for item in items:
         if "gpu" in item.keywords:
             if cuda is None:

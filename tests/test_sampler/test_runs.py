@@ -55,3 +55,23 @@ def test_unsupported_model_stops_before_writing(tmp_path, monkeypatch):
         run_block(tmp_path / "u", "begin mrbayes; execute %s; lset rates=adgamma; mcmc ngen=10; end;\n"
                   % (SHARED / "data" / "mrbayes" / "primates.nex"), monkeypatch)
     assert not list((tmp_path / "u").glob("*.p"))
+
+
+def test_non_finite_state_stops_the_run_and_writes_no_nan(tmp_path, monkeypatch):
+    """A non-finite log likelihood reaching a sample stops the run with a clear error; no file gets nan."""
+    from engine.sampler import sink
+
+    real = sink.FileSink.sample
+
+    def poisoned(self, gen, mc3):
+        if gen == 40:
+            mc3.cold(0).lnl = float("nan")
+        return real(self, gen, mc3)
+
+    monkeypatch.setattr(sink.FileSink, "sample", poisoned)
+    with pytest.raises(MbgpuError, match="run 1 reached a non-finite state at generation 40"):
+        run_block(tmp_path / "n", BLOCK.format(data=SHARED / "data" / "mrbayes" / "primates.nex"), monkeypatch)
+    rows = (tmp_path / "n" / "r.run1.p").read_text().splitlines()
+    assert rows[-1].split("\t")[0] == "20"
+    for f in (tmp_path / "n").iterdir():
+        assert not re.search(r"\b(nan|inf)\b", f.read_text(), re.IGNORECASE), f.name

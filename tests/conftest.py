@@ -8,6 +8,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+try:        # CI (CI=true): property tests draw the same examples every run, so a red build is reproducible
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+    if os.environ.get("CI"):
+        _hypothesis_settings.load_profile("ci")
+except ImportError:
+    pass
 SHARED = ROOT.parent / "shared"
 
 

@@ -39,7 +39,9 @@ def test_single_category_is_one():
 def test_mean_one_increasing_and_close_to_exact(alpha, k):
     r = discrete_gamma(alpha, k)
     assert r.mean() == pytest.approx(1.0, abs=1e-12)
-    assert np.all(np.diff(r) > 0)
+    step = np.diff(r)
+    assert np.all(step >= 0)
+    assert np.all(step[r[1:] > 1e-290] > 0)    # strictly, where the upper mean does not underflow (alpha ~ 0.02)
     assert r == pytest.approx(exact_discrete_gamma(alpha, k), abs=2e-6)
 
 

@@ -1,111 +1,109 @@
 // Fitch parsimony costs of ParsSPR's regraft candidates (host side: cuda/parsimony.py).
 //
 // Sets are bit planes: a node's set is K planes of 64-pattern words (uint64 [K][W]), tips read from
-// `tips` (packed once), internal nodes kept in `down` and `fin` ([n_nodes][K][W]). One thread per word
-// walks the whole tree program for its 64 patterns (patterns are independent), so a proposal is one
-// launch: the downpass of R (rooted at the anchor tip) and of the pruned subtree S, the final (uppass)
-// sets of R, then for each candidate branch (x, y) the weighted count of the patterns where neither
-// final set meets S's set: sum over weight bit planes b of popcount(miss & W_b) << b. The same integer
-// operations as engine.moves.parsimony with bitplanes.PlaneOps, so the costs are equal to the last bit.
+// `tips` (packed once), internal nodes kept in `down` and `fin` ([n_nodes][K][W]). Patterns are
+// independent, so each word walks the whole tree program on its own (a segment of lanes, one per
+// plane, see below) and a proposal is one launch: the downpass of R (rooted at the anchor tip) and of
+// the pruned subtree S, the final (uppass) sets of R, then for each candidate branch (x, y) the weighted
+// count of the patterns where neither final set meets S's set: sum over weight bit planes b of
+// popcount(miss & W_b) << b. The same integer operations as engine.moves.parsimony with
+// bitplanes.PlaneOps, so the costs are equal to the last bit.
 typedef unsigned long long u64;
 
-__device__ __forceinline__ const u64* node_set(const u64* tips, const u64* buf, int v, int n_tips, long long kw) {
-    return (v < n_tips ? tips : buf) + (long long)v * kw;
+// Lane layout: every 64-pattern word w is handled by a segment of SEG lanes of one warp (SEG = K rounded
+// up to a power of two, <= 32); lane k of the segment owns plane k of every set (lanes k >= K hold
+// zeros). A lane reads and writes only its own plane, so the node passes need no barrier; the
+// per-pattern tests across planes ('do the sets meet', 'is up a subset of down') are ORs over the
+// segment with warp shuffles. Compared with one thread per word this gives SEG times the threads and a
+// SEG times shorter chain of dependent loads per thread (the passes are latency bound: a DNA set of
+// 30k patterns has only 463 words).
+template <int SEG>
+__device__ __forceinline__ u64 seg_or(u64 x) {
+#pragma unroll
+    for (int off = SEG / 2; off > 0; off >>= 1) x |= __shfl_xor_sync(0xffffffffu, x, off);
+    return x;
 }
 
-// down[v] = intersection of the kids' sets where it is not empty, else their union.
-__device__ __forceinline__ void fitch_down(u64* d, const u64* a, const u64* b, int K, int W) {
-    u64 meet = 0;
-    for (int k = 0; k < K; ++k) meet |= a[(long long)k * W] & b[(long long)k * W];
-    for (int k = 0; k < K; ++k) {
-        const u64 both = a[(long long)k * W] & b[(long long)k * W], uni = a[(long long)k * W] | b[(long long)k * W];
-        d[(long long)k * W] = both ^ ((uni ^ both) & ~meet);
-    }
-}
-
-// fin[v] = up if up is a subset of down[v], else (kids' sets disjoint ? down | up : down | (up & kids' union)).
-__device__ __forceinline__ void fitch_final(u64* f, const u64* up, const u64* d, const u64* a, const u64* b,
-                                            int K, int W) {
-    u64 inter = 0, outside = 0;
-    for (int k = 0; k < K; ++k) {
-        inter |= a[(long long)k * W] & b[(long long)k * W];
-        outside |= up[(long long)k * W] & ~d[(long long)k * W];
-    }
-    for (int k = 0; k < K; ++k) {
-        const u64 u = up[(long long)k * W], dd = d[(long long)k * W];
-        const u64 x = dd | u, y = dd | (u & (a[(long long)k * W] | b[(long long)k * W]));
-        const u64 g = y ^ ((x ^ y) & ~inter);            // select(empty(inter), d | up, d | (up & union))
-        f[(long long)k * W] = g ^ ((u ^ g) & ~outside);   // select(subset(up, d), up, g)
-    }
-}
-
-// This thread's word of the weights' bit planes: wplanes[b][w] bit j = bit b of weights[64 w + j].
-__device__ __forceinline__ void weight_planes(u64* wplanes, const unsigned* weights, int n_patterns, int n_bits,
-                                              int w, int W) {
-    u64 plane[32];
-#pragma unroll
-    for (int b = 0; b < 32; ++b) plane[b] = 0;
-    for (int j = 0; j < 64; ++j) {
-        const long long p = 64LL * w + j;
-        const unsigned x = p < n_patterns ? weights[p] : 0u;
-#pragma unroll
-        for (int b = 0; b < 32; ++b) plane[b] |= (u64)((x >> b) & 1u) << j;
-    }
-#pragma unroll
-    for (int b = 0; b < 32; ++b)
-        if (b < n_bits) wplanes[(long long)b * W + w] = plane[b];
+// Plane k of node v's set for word w (tips from `tips`, internal nodes from `buf`).
+__device__ __forceinline__ u64 plane_of(const u64* tips, const u64* buf, int v, int n_tips, int k, int K, int W,
+                                        int w, bool live) {
+    if (!live) return 0;
+    const u64* base = v < n_tips ? tips : buf;
+    return base[((long long)v * K + k) * W + w];
 }
 
 // prog: n_down rows (v, kid1, kid2) in dependency order (R's and S's internal nodes), then n_up rows
 // (v, parent, kid1, kid2) in preorder of R's internal nodes; cand: n_cand rows (x, y).
-// weights: the perturbed integer pattern weights (n_bits bits); wplanes [n_bits][W] and meets
-// [n_nodes][W]: scratch. cost: n_cand counters, zeroed by the caller.
-extern "C" __global__ void pars_costs(const u64* __restrict__ tips, u64* down, u64* fin, u64* meets,
-                                      const int* __restrict__ prog, int n_down, int n_up,
-                                      const int* __restrict__ cand, int n_cand, int s_node,
-                                      const unsigned* __restrict__ weights, int n_patterns, u64* wplanes,
-                                      int n_bits, int n_tips, int K, int W, unsigned long long* cost) {
-    const int w = blockIdx.x * blockDim.x + threadIdx.x;
-    const bool live = w < W;
-    const long long kw = (long long)K * W;
-    if (live) {
-        weight_planes(wplanes, weights, n_patterns, n_bits, w, W);
-        const u64* T = tips + w;
-        u64* D = down + w;
-        u64* F = fin + w;
-        for (int r = 0; r < n_down; ++r) {
-            const int* o = prog + 3 * r;
-            fitch_down(D + (long long)o[0] * kw, node_set(T, D, o[1], n_tips, kw), node_set(T, D, o[2], n_tips, kw), K, W);
-        }
-        // the anchor (a tip, R's root) keeps its own set; tips' final sets are their sets
-        const int* up = prog + 3 * n_down;
-        for (int r = 0; r < n_up; ++r) {
-            const int* o = up + 4 * r;
-            const u64* parent = o[1] < n_tips ? T + (long long)o[1] * kw : F + (long long)o[1] * kw;
-            fitch_final(F + (long long)o[0] * kw, parent, D + (long long)o[0] * kw, node_set(T, D, o[2], n_tips, kw),
-                        node_set(T, D, o[3], n_tips, kw), K, W);
-        }
-        const u64* S = node_set(T, D, s_node, n_tips, kw);
-        u64* M = meets + w;
-        for (int c = 0; c < n_cand; ++c) {           // 'F meets S' per node (each node once per end)
-            for (int e = 0; e < 2; ++e) {
-                const int v = cand[2 * c + e];
-                const u64* fv = node_set(T, F, v, n_tips, kw);
-                u64 m = 0;
-                for (int k = 0; k < K; ++k) m |= fv[(long long)k * W] & S[(long long)k * W];
-                M[(long long)v * W] = m;
-            }
+// weights: the perturbed integer pattern weights (n_bits <= 32 bits). cost: n_cand counters, zeroed by
+// the caller. down, fin: [n_nodes][K][W] scratch.
+template <int SEG>
+__device__ void pars_costs_seg(const u64* __restrict__ tips, u64* down, u64* fin, const int* __restrict__ prog,
+                               int n_down, int n_up, const int* __restrict__ cand, int n_cand, int s_node,
+                               const unsigned* __restrict__ weights, int n_patterns, int n_bits, int n_tips, int K,
+                               int W, unsigned long long* cost) {
+    constexpr int PER = 32 / SEG;                      // weight bit planes per lane
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const int w = (int)(t / SEG), k = (int)(t % SEG);
+    const bool word = w < W, live = word && k < K;
+    // this lane's weight bit planes b = k + SEG i of word w
+    u64 wp[PER];
+#pragma unroll
+    for (int i = 0; i < PER; ++i) wp[i] = 0;
+    if (word) {
+        for (int j = 0; j < 64; ++j) {
+            const long long p = 64LL * w + j;
+            const unsigned x = p < n_patterns ? weights[p] : 0u;
+#pragma unroll
+            for (int i = 0; i < PER; ++i) wp[i] |= (u64)((x >> (k + SEG * i)) & 1u) << j;
         }
     }
+    for (int r = 0; r < n_down; ++r) {                 // down[v] = kids' meet where not empty, else their union
+        const int* o = prog + 3 * r;
+        const u64 a = plane_of(tips, down, o[1], n_tips, k, K, W, w, live);
+        const u64 b = plane_of(tips, down, o[2], n_tips, k, K, W, w, live);
+        const u64 both = a & b, meet = seg_or<SEG>(both);
+        if (live) down[((long long)o[0] * K + k) * W + w] = both ^ (((a | b) ^ both) & ~meet);
+    }
+    const int* up = prog + 3 * n_down;                 // final sets of R's internal nodes, in preorder
+    for (int r = 0; r < n_up; ++r) {
+        const int* o = up + 4 * r;
+        const u64 u = plane_of(tips, fin, o[1], n_tips, k, K, W, w, live);
+        const u64 d = plane_of(tips, down, o[0], n_tips, k, K, W, w, live);
+        const u64 a = plane_of(tips, down, o[2], n_tips, k, K, W, w, live);
+        const u64 b = plane_of(tips, down, o[3], n_tips, k, K, W, w, live);
+        const u64 inter = seg_or<SEG>(a & b), outside = seg_or<SEG>(u & ~d);
+        const u64 x = d | u, y = d | (u & (a | b));
+        const u64 g = y ^ ((x ^ y) & ~inter);          // select(empty(inter), d | up, d | (up & union))
+        if (live) fin[((long long)o[0] * K + k) * W + w] = g ^ ((u ^ g) & ~outside);   // select(subset(up, d), up, g)
+    }
+    const u64 s_plane = plane_of(tips, down, s_node, n_tips, k, K, W, w, live);
     const int lane = threadIdx.x & 31;
-    for (int c = 0; c < n_cand; ++c) {
+    for (int c = 0; c < n_cand; ++c) {                 // patterns where neither end's final set meets S
+        const u64 fx = plane_of(tips, fin, cand[2 * c], n_tips, k, K, W, w, live);
+        const u64 fy = plane_of(tips, fin, cand[2 * c + 1], n_tips, k, K, W, w, live);
+        const u64 miss = ~seg_or<SEG>((fx | fy) & s_plane);
         unsigned long long total = 0;
-        if (live) {
-            const u64 miss = ~(meets[(long long)cand[2 * c] * W + w] | meets[(long long)cand[2 * c + 1] * W + w]);
-            for (int b = 0; b < n_bits; ++b)
-                total += (unsigned long long)__popcll(miss & wplanes[(long long)b * W + w]) << b;
+        if (word) {
+#pragma unroll
+            for (int i = 0; i < PER; ++i)
+                if (k + SEG * i < n_bits) total += (unsigned long long)__popcll(miss & wp[i]) << (k + SEG * i);
         }
         for (int off = 16; off > 0; off >>= 1) total += __shfl_down_sync(0xffffffffu, total, off);
         if (lane == 0 && total) atomicAdd(cost + c, total);
     }
 }
+
+#define PARS_KERNEL(SEG)                                                                                         \
+    extern "C" __global__ void pars_costs_##SEG(const u64* __restrict__ tips, u64* down, u64* fin,                \
+                                                 const int* __restrict__ prog, int n_down, int n_up,              \
+                                                 const int* __restrict__ cand, int n_cand, int s_node,            \
+                                                 const unsigned* __restrict__ weights, int n_patterns,            \
+                                                 int n_bits, int n_tips, int K, int W, unsigned long long* cost) {\
+        pars_costs_seg<SEG>(tips, down, fin, prog, n_down, n_up, cand, n_cand, s_node, weights, n_patterns,       \
+                            n_bits, n_tips, K, W, cost);                                                         \
+    }
+PARS_KERNEL(2)
+PARS_KERNEL(4)
+PARS_KERNEL(8)
+PARS_KERNEL(16)
+PARS_KERNEL(32)

@@ -1,8 +1,8 @@
 """ParsSPR's Fitch parsimony costs on the GPU (cuda/parsimony.cu): one launch per proposal.
 
 The host turns the pruned tree (R rooted at the anchor tip, and the subtree S) into a small program of
-node rows, uploads it with the perturbed integer weights (the kernel packs their bit planes), and reads back one integer
-cost per regraft candidate: the same integers as engine.moves.bitplanes.missed_weights, so proposals do
+node rows, uploads it with the perturbed integer weights in one copy (the kernel packs their bit planes),
+and reads back one integer cost per regraft candidate: the same integers as engine.moves.bitplanes.missed_weights, so proposals do
 not change. A pattern set's tip planes are uploaded once. pycuda is imported inside functions.
 """
 from __future__ import annotations
@@ -44,15 +44,20 @@ class _PatternSet:
 
         self.source = planes                       # kept alive: the cache is keyed by identity
         self.k, self.w = planes.shape[1], planes.shape[2]
-        self.weights = drv.mem_alloc(4 * max(n_patterns, 1))
         n_nodes = 2 * n_tips
         self.tips = drv.to_device(np.ascontiguousarray(planes, dtype=np.uint64))
         self.down = drv.mem_alloc(8 * n_nodes * self.k * self.w)
         self.fin = drv.mem_alloc(8 * n_nodes * self.k * self.w)
-        self.meets = drv.mem_alloc(8 * n_nodes * self.w)
-        self.prog = drv.mem_alloc(4 * (3 + 9 * n_nodes))
-        self.wplanes = drv.mem_alloc(8 * 32 * self.w)
+        self.inputs = drv.mem_alloc(4 * (3 + 9 * n_nodes + max(n_patterns, 1)))   # program, then weights
         self.cost = drv.mem_alloc(8 * n_nodes)
+
+
+def segment(n_states: int) -> int:
+    """Lanes per 64-pattern word: the state count rounded up to a power of two (2..32)."""
+    seg = 2
+    while seg < n_states:
+        seg *= 2
+    return seg
 
 
 class GpuParsimony:
@@ -60,7 +65,7 @@ class GpuParsimony:
 
     def __init__(self, device):
         self.device = device
-        self._fn = None
+        self._fns: dict[int, object] = {}
         self._sets: list[_PatternSet] = []
 
     def _pattern_set(self, planes: np.ndarray, n_tips: int, n_patterns: int) -> _PatternSet:
@@ -71,13 +76,14 @@ class GpuParsimony:
         self._sets.append(ps)
         return ps
 
-    def _kernel(self):
-        if self._fn is None:
+    def _kernel(self, seg: int = 4):
+        fn = self._fns.get(seg)
+        if fn is None:
             from .compiler import load_module
 
-            self._fn = load_module(self.device, "parsimony.cu").get_function("pars_costs")
-            self._fn.prepare("PPPPPiiPiiPiPiiiiP")
-        return self._fn
+            fn = self._fns[seg] = load_module(self.device, "parsimony.cu").get_function("pars_costs_%d" % seg)
+            fn.prepare("PPPPiiPiiPiiiiiP")
+        return fn
 
     def missed_weights(self, planes: np.ndarray, adj, anchor: int, s: int, xs, ys, w: np.ndarray,
                        n_tips: int) -> np.ndarray | None:
@@ -87,19 +93,23 @@ class GpuParsimony:
 
         prog = tree_program(adj, anchor, s, n_tips, xs, ys)
         top = int(w.max()) if w.size else 0
-        if prog is None or top >= 2 ** 32:
+        if prog is None or top >= 2 ** 32 or planes.shape[1] > 32:
             return None
         n_down, n_up, n_cand = (int(x) for x in prog[:3])
+        body = prog[3:]
         with self.device:
             ps = self._pattern_set(planes, n_tips, w.size)
-            fn = self._kernel()
-            drv.memcpy_htod(ps.prog, np.ascontiguousarray(prog[3:]))
-            drv.memcpy_htod(ps.weights, w.astype(np.uint32))
+            seg = segment(ps.k)
+            fn = self._kernel(seg)
+            drv.memcpy_htod(ps.inputs, np.concatenate([body.view(np.uint32), w.astype(np.uint32)]))
             drv.memset_d8(ps.cost, 0, 8 * n_cand)
-            cand = int(ps.prog) + 4 * (3 * n_down + 4 * n_up)
-            fn.prepared_call(((ps.w + BLOCK - 1) // BLOCK, 1), (BLOCK, 1, 1), ps.tips, ps.down, ps.fin, ps.meets,
-                             ps.prog, n_down, n_up, cand, n_cand, s, ps.weights, w.size, ps.wplanes,
-                             max(top.bit_length(), 1), n_tips, ps.k, ps.w, ps.cost)
+            base = int(ps.inputs)
+            cand = base + 4 * (3 * n_down + 4 * n_up)
+            weights = base + 4 * body.size
+            threads = ps.w * seg
+            fn.prepared_call(((threads + BLOCK - 1) // BLOCK, 1), (BLOCK, 1, 1), ps.tips, ps.down, ps.fin, base,
+                             n_down, n_up, cand, n_cand, s, weights, w.size, max(top.bit_length(), 1), n_tips,
+                             ps.k, ps.w, ps.cost)
             out = np.empty(n_cand, dtype=np.uint64)
             drv.memcpy_dtoh(out, ps.cost)
         return out.astype(np.int64).astype(np.float64)

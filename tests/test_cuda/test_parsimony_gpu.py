@@ -1,5 +1,6 @@
 """ParsSPR's costs on the GPU (engine.cuda.parsimony) equal the numpy bit-plane costs exactly, and ParsSPR
-proposes the same moves with either; DNA with ambiguity, protein, 3-state standard data, heavy weights."""
+proposes the same moves with either; DNA with ambiguity, protein, 2- to 32-state standard data (every lane
+segment width of the kernel: 2, 4, 8, 16, 32), heavy weights, a 30k-pattern set."""
 import numpy as np
 import pytest
 
@@ -35,7 +36,8 @@ def _pruned(tree, rng, anchor):
 
 
 @pytest.mark.parametrize("n_states,n_patterns,n_taxa,seed", [(4, 300, 21, 1), (4, 4097, 40, 2), (20, 1001, 17, 3),
-                                                             (3, 77, 9, 4)])
+                                                             (3, 77, 9, 4), (2, 130, 12, 5), (9, 700, 25, 6),
+                                                             (32, 200, 14, 7), (4, 29588, 64, 8)])
 def test_gpu_costs_equal_numpy(device, n_states, n_patterns, n_taxa, seed):
     from engine.cuda.parsimony import GpuParsimony
 

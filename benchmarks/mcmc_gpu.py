@@ -50,9 +50,11 @@ CONFIGS = {
     "gpu-chain-nopars": ("gpu", "chain", "", False),
     "cpu-nopars": ("cpu", "batched", "", False),
     "gpu-nopars-p2": ("gpu", "batched", "", False),      # MBGPU_PIPELINE=2: two groups, launch overlaps proposals
+    "gpu-p2": ("gpu", "batched", "", True),              # the same with MrBayes' default moves
+    "gpu-p1": ("gpu", "batched", "", True),              # MBGPU_PIPELINE=1: one flush per generation
     "gpu-cpupars": ("gpu", "batched", "", True),         # ParsSPR's parsimony in numpy (MBGPU_GPU_PARSIMONY=0)
 }
-PIPELINE = {"gpu-nopars-p2": "2"}
+PIPELINE = {"gpu-nopars-p2": "2", "gpu-p2": "2", "gpu-p1": "1"}   # others: the engine's default
 ENV = {"gpu-cpupars": {"MBGPU_GPU_PARSIMONY": "0"}}
 RUNNER = """import sys
 if sys.argv[2] == "0":
@@ -127,7 +129,9 @@ def run_config(folder: str, case: dict, data: str, label: str, ngen: int, timeou
     with open(block, "w", encoding="ascii") as f:
         f.write(mcmc_block(case, data, ngen, printfreq, extra))
     env = dict(os.environ, MBGPU_BACKEND=backend, MBGPU_SAMPLER=sampler, PYTHONUNBUFFERED="1",
-               MBGPU_PIPELINE=PIPELINE.get(label, os.environ.get("MBGPU_PIPELINE", "1")), **ENV.get(label, {}))
+               **ENV.get(label, {}))
+    if label in PIPELINE:
+        env["MBGPU_PIPELINE"] = PIPELINE[label]
     start = time.time()
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, block, "1" if pars else "0", profile], cwd=work,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

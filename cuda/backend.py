@@ -18,7 +18,7 @@ import numpy as np
 from engine.errors import DeviceError
 from engine.likelihood.protocol import NONE, InstanceSpec
 
-from .batch import root_job_arrays, schedule_levels, scale_job_arrays
+from .batch import pack_flush, root_job_arrays, schedule_levels, scale_job_arrays
 from .memory_plan import check_fits, plan_instance, real_bytes
 
 MAX_GRID_Y = 65535
@@ -318,24 +318,9 @@ class CudaBackend:
         device-to-host copy). `tag` keeps the buffers of flushes in flight at the same time apart.
         """
         s, c = self.spec.n_states, self.spec.n_categories
-        idx, lengths, eig_of, eigens, rates = [], [], [], [], []
-        for e, (eigen, cat_rates, indices, edges) in enumerate(matrix_groups):
-            idx.append(np.asarray(indices, dtype=np.int64).ravel())
-            lengths.append(np.asarray(edges, dtype=np.float64).ravel())
-            eig_of.append(np.full(idx[-1].size, e, dtype=np.int64))
-            eigens += [np.asarray(eigen.values, dtype=np.float64).ravel(),
-                       np.asarray(eigen.vectors, dtype=np.float64).ravel(),
-                       np.asarray(eigen.inverse, dtype=np.float64).ravel()]
-            rates.append(np.asarray(cat_rates, dtype=np.float64).ravel())
-        n_mat = int(sum(i.size for i in idx))
-        ops = np.ascontiguousarray(ops, dtype=np.int64).reshape(-1, 7)
-        table, flat = scale_job_arrays(scale_jobs)
-        jobs, params = root_job_arrays(root_calls, s, c)
-        ints = idx + eig_of + [ops.ravel(), table.ravel(), flat, jobs.ravel()]
-        reals = lengths + eigens + rates + [params.ravel()]
-        sizes = [sum(a.size for a in idx), sum(a.size for a in eig_of), ops.size, table.size, flat.size, jobs.size]
+        flush = pack_flush(matrix_groups, ops, scale_jobs, root_calls, s, c)
+        blob, sizes, n_mat, params = flush.blob, flush.sizes, flush.n_mat, flush.params
         n_int = sum(sizes)
-        blob = np.concatenate([np.concatenate(ints), np.concatenate(reals).view(np.int64)])
         p = self.spec.n_patterns
         gx = int(min(-(-p // ROOT_BLOCK), 1024))
         with self.dev:
@@ -358,8 +343,7 @@ class CudaBackend:
             if len(scale_jobs):
                 grid = (int(min(-(-p // 256), 4 * self.n_sm)), len(scale_jobs))
                 self.k_scale.prepared_async_call(grid, (256, 1, 1), None, self.d_scale, p, int(at[3]), int(at[4]))
-            d_params = real0 + 8 * (sum(a.size for a in lengths) + sum(a.size for a in eigens)
-                                    + sum(a.size for a in rates))
+            d_params = real0 + 8 * flush.params_at
             d_sums = self._work("root_sums" + tag, 16 * gx * len(root_calls))
             self.k_root.prepared_async_call((gx, len(root_calls)), (ROOT_BLOCK, 1, 1), None, int(at[5]), d_params, p,
                                             self.spec.n_tips, self.d_partials, self._tip_partials_ptr(),

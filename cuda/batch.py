@@ -137,3 +137,39 @@ def root_job_arrays(calls, n_states: int, n_categories: int) -> tuple[np.ndarray
         params[j, -2] = float(pinvar)
         params[j, -1] = math.log1p(-float(pinvar)) if pinvar > 0.0 else 0.0
     return jobs, params
+
+
+@dataclass(frozen=True)
+class PackedFlush:
+    """A batched flush as one int64 blob: int sections (matrix indices, their eigensystem numbers, ops,
+    scale table, scale indices, root jobs; lengths in `sizes`), then the reals viewed as int64 (edge
+    lengths, eigensystems, category rates, root parameters, which start `params_at` reals in)."""
+
+    blob: np.ndarray
+    sizes: list
+    n_mat: int
+    params: np.ndarray
+    params_at: int
+
+
+def pack_flush(matrix_groups, ops: np.ndarray, scale_jobs, root_calls, n_states: int,
+               n_categories: int) -> PackedFlush:
+    """Pack a whole flush (CudaBackend.batch_launch's arguments) for ONE host-to-device copy."""
+    idx, lengths, eig_of, eigens, rates = [], [], [], [], []
+    for e, (eigen, cat_rates, indices, edges) in enumerate(matrix_groups):
+        idx.append(np.asarray(indices, dtype=np.int64).ravel())
+        lengths.append(np.asarray(edges, dtype=np.float64).ravel())
+        eig_of.append(np.full(idx[-1].size, e, dtype=np.int64))
+        eigens += [np.asarray(eigen.values, dtype=np.float64).ravel(),
+                   np.asarray(eigen.vectors, dtype=np.float64).ravel(),
+                   np.asarray(eigen.inverse, dtype=np.float64).ravel()]
+        rates.append(np.asarray(cat_rates, dtype=np.float64).ravel())
+    ops = np.ascontiguousarray(ops, dtype=np.int64).reshape(-1, 7)
+    table, flat = scale_job_arrays(scale_jobs)
+    jobs, params = root_job_arrays(root_calls, n_states, n_categories)
+    ints = idx + eig_of + [ops.ravel(), table.ravel(), flat, jobs.ravel()]
+    reals = lengths + eigens + rates + [params.ravel()]
+    sizes = [sum(a.size for a in idx), sum(a.size for a in eig_of), ops.size, table.size, flat.size, jobs.size]
+    blob = np.concatenate([np.concatenate(ints), np.concatenate(reals).view(np.int64)])
+    params_at = sum(a.size for a in lengths) + sum(a.size for a in eigens) + sum(a.size for a in rates)
+    return PackedFlush(blob, sizes, int(sizes[0]), params, params_at)

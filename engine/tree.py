@@ -39,7 +39,12 @@ class Tree:
         return int(np.flatnonzero(self.parent < 0)[0])
 
     def copy(self) -> "Tree":
-        return Tree(self.n_tips, self.parent.copy(), self.brlen.copy())
+        """An independent copy; it shares the topology cache, which is checked against parent on use."""
+        new = Tree(self.n_tips, self.parent.copy(), self.brlen.copy())
+        cached = getattr(self, "_topo_cache", None)
+        if cached is not None:
+            new._topo_cache = cached
+        return new
 
     def children(self) -> list[list[int]]:
         """children()[v] lists v's children in increasing node order (a fresh list each call)."""

@@ -47,7 +47,8 @@ class MoveContext:
     n_states / rate_mults: per partition (default: inferred from the masks / 1.0), used by ParsSPR;
     brlens_prior: the `brlenspr` PriorValue (Unconstrained:...); anchor: the tip MrBayes roots at
     internally (its outgroup), used by ParsSPR and Nodeslider to orient branches; parsimony: an object
-    computing ParsSPR's costs elsewhere (the GPU), or None for numpy.
+    computing ParsSPR's costs elsewhere (the GPU), or None for numpy; prepared: what moves derive from the
+data once (ParsSPR's bit planes and weight-noise plans), shared by the chains that share the context.
     """
 
     n_tips: int
@@ -57,6 +58,7 @@ class MoveContext:
     rate_mults: Sequence[float] | None = None
     anchor: int = 0
     parsimony: Any = None      # engine.cuda.parsimony.GpuParsimony when the likelihood runs on a GPU
+    prepared: dict = field(default_factory=dict, repr=False, compare=False)   # per-data caches of moves
 
 
 def brlen_bounds(prior: Any) -> tuple[float, float]:

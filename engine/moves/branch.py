@@ -59,10 +59,10 @@ class TreeLengthMultiplier(Move):
         return make_proposal(tree, new, edges.size * math.log(scaler))
 
 
-def _toward_anchor(tree: Tree, p: int, anchor_path: set[int], kids: list[list[int]]) -> int:
-    """The neighbour of internal node p on the path to the anchor tip."""
+def _toward_anchor(tree: Tree, p: int, anchor_path: set[int], kids_p: list[int]) -> int:
+    """The neighbour of internal node p (children `kids_p`) on the path to the anchor tip."""
     if p in anchor_path:
-        return next(c for c in kids[p] if c in anchor_path)
+        return next(c for c in kids_p if c in anchor_path)
     return int(tree.parent[p])
 
 
@@ -84,10 +84,10 @@ class NodeSlider(Move):
         lo, hi = brlen_bounds(ctx.brlens_prior)
         n = tree.n_tips
         p = n + int(rng.random() * (tree.n_nodes - n))
-        kids = tree.children()
+        kids_p = np.flatnonzero(tree.parent == p).tolist()     # p's children in increasing order
         anchor_path = set(path_to_root(tree, ctx.anchor))
-        down = _toward_anchor(tree, p, anchor_path, kids)
-        others = [z for z in kids[p] + [int(tree.parent[p])] if z >= 0 and z != down]
+        down = _toward_anchor(tree, p, anchor_path, kids_p)
+        others = [z for z in kids_p + [int(tree.parent[p])] if z >= 0 and z != down]
         q = others[0] if rng.random() < 0.5 else others[1]
         e_down = p if tree.parent[p] == down else down      # node holding the branch p-down
         e_q = q if tree.parent[q] == p else p

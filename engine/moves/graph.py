@@ -16,9 +16,8 @@ Adjacency = list[dict[int, float]]
 def undirected(tree: Tree) -> Adjacency:
     """adj[v] = {w: length of edge v-w} for every edge of the tree."""
     adj: Adjacency = [dict() for _ in range(tree.n_nodes)]
-    for v, p in enumerate(tree.parent.tolist()):
+    for v, (p, length) in enumerate(zip(tree.parent.tolist(), tree.brlen.tolist())):
         if p >= 0:
-            length = float(tree.brlen[v])
             adj[v][p] = length
             adj[p][v] = length
     return adj
@@ -26,21 +25,20 @@ def undirected(tree: Tree) -> Adjacency:
 
 def to_tree(template: Tree, adj: Adjacency) -> Tree:
     """Direct `adj` away from template's root node; ids and n_tips are kept."""
-    root = template.root
-    parent = np.full(template.n_nodes, -1, dtype=np.int64)
-    brlen = np.zeros(template.n_nodes)
-    seen = {root}
+    root, n = template.root, template.n_nodes
+    parent, brlen = [-1] * n, [0.0] * n
+    parent[root] = root                   # marks the visited nodes until the end
     stack = [root]
     while stack:
         v = stack.pop()
         for w, length in adj[v].items():
-            if w not in seen:
-                seen.add(w)
+            if parent[w] == -1:
                 parent[w] = v
                 brlen[w] = length
                 stack.append(w)
-    assert len(seen) == template.n_nodes, "rewired tree is disconnected"
-    return Tree(template.n_tips, parent, brlen)
+    assert -1 not in parent, "rewired tree is disconnected"
+    parent[root] = -1
+    return Tree(template.n_tips, np.array(parent, dtype=np.int64), np.array(brlen, dtype=np.float64))
 
 
 def link(adj: Adjacency, a: int, b: int, length: float) -> None:
@@ -111,7 +109,8 @@ def dirty_nodes(old: Tree, new: Tree) -> np.ndarray:
 
 def path_to_root(tree: Tree, v: int) -> list[int]:
     """v and its ancestors, ending at the root."""
+    parent = tree.parent.tolist()
     out = [v]
-    while tree.parent[out[-1]] >= 0:
-        out.append(int(tree.parent[out[-1]]))
+    while parent[out[-1]] >= 0:
+        out.append(parent[out[-1]])
     return out

@@ -22,36 +22,13 @@ from engine.moves.graph import Adjacency, link, path_to_root, to_tree, undirecte
 from engine.moves import bitplanes
 from engine.moves.bitplanes import PlaneOps
 from engine.moves.parsimony import downpass, final_sets, infer_n_states, missed_weights, rooted_order
+from engine.moves.weight_noise import WeightNoise, perturbed_weights  # noqa: F401  (re-exported)
 from engine.tree import Tree
 
 
-def perturbed_weights(weights: np.ndarray, r: float, rng: np.random.Generator) -> np.ndarray:
-    """Each of a pattern's sites adds -1 with probability r and +1 with probability r (MrBayes).
-
-    A one-site pattern takes one uniform draw (+1 below r, -1 in [r, 2r)); patterns of several sites
-    draw up ~ Bin(count, r) and down ~ Bin(count - up, r / (1 - r)), the same distribution per site.
-    """
-    w = np.asarray(weights, float)
-    if r <= 0.0:
-        return w
-    count = np.maximum(np.ceil(w - 1e-9), 0).astype(np.int64)
-    if r >= 0.5:                                  # no room for two disjoint events of one uniform
-        up = rng.binomial(count, r)
-        return w + up - rng.binomial(count - up, min(r / (1.0 - r), 1.0))
-    u = rng.random(w.size)
-    step = (u < r).astype(np.float64) - ((u >= r) & (u < 2.0 * r))
-    step[count == 0] = 0.0
-    few = np.flatnonzero((count > 1) & (count <= 8))   # a few sites: one uniform per site
-    if few.size:
-        c = count[few]
-        u = rng.random((few.size, int(c.max())))
-        u[np.arange(u.shape[1])[None, :] >= c[:, None]] = 1.0
-        step[few] = (u < r).sum(axis=1) - ((u >= r) & (u < 2.0 * r)).sum(axis=1)
-    many = np.flatnonzero(count > 8)
-    if many.size:
-        up = rng.binomial(count[many], r)
-        step[many] = up - rng.binomial(count[many] - up, r / (1.0 - r))
-    return w + step
+def planes_states(planes: np.ndarray | None, masks) -> int:
+    """The state count of a pattern set: its planes' count when packed (no pass over the masks)."""
+    return int(planes.shape[1]) if planes is not None else infer_n_states(np.asarray(masks))
 
 
 def _attachment(tree: Tree, rng: np.random.Generator, anchor: int) -> tuple[int, int]:
@@ -78,14 +55,17 @@ class ParsSPR(Move):
         xs, ys = [x for x, _ in candidates], [y for _, y in candidates]
         cost = np.zeros(len(candidates))
         for i, (masks, weights) in enumerate(ctx.pattern_masks):
-            k = ctx.n_states[i] if ctx.n_states else infer_n_states(np.asarray(masks))
+            planes, noise = self._prepared(ctx, i, masks, weights)
+            k = ctx.n_states[i] if ctx.n_states else planes_states(planes, masks)
             rate = ctx.rate_mults[i] if ctx.rate_mults else 1.0
             factor = -self.tuning["warp"] * math.log(1.0 / k - math.exp(-k / (k - 1.0) * self.tuning["v_t"]
                                                                           * rate) / k)
-            w = perturbed_weights(weights, self.tuning["r"], rng)
-            w_int = bitplanes.integer_weights(w) if bitplanes.AVAILABLE else None
+            if bitplanes.AVAILABLE and noise.integer_base is not None:
+                w_int = noise.draw_integer(rng)
+            else:
+                w = noise.draw(rng)
+                w_int = bitplanes.integer_weights(w) if bitplanes.AVAILABLE else None
             if w_int is not None:                 # 64 patterns per word; the same integer costs
-                planes = self._planes(masks)
                 missed = (ctx.parsimony.missed_weights(planes, adj, ctx.anchor, s, xs, ys, w_int, n)
                           if ctx.parsimony is not None else None)
                 if missed is not None:            # the same integers, computed on the GPU
@@ -103,16 +83,17 @@ class ParsSPR(Move):
             cost += factor * missed_weights(final, s_set, w, xs, ys)
         return cost
 
-    def _planes(self, masks: np.ndarray) -> np.ndarray:
-        """The bit planes of a pattern set's tip masks, packed once per move and pattern set."""
-        cache = self.__dict__.setdefault("_plane_cache", [])
-        for source, planes in cache:
-            if source is masks:
-                return planes
-        m = np.asarray(masks)
-        planes = bitplanes.pack_masks(m, infer_n_states(m))
-        cache.append((masks, planes))
-        return planes
+    def _prepared(self, ctx: MoveContext, i: int, masks, weights) -> tuple[np.ndarray | None, WeightNoise]:
+        """Pattern set i's bit planes (None without numpy's bit counts) and weight-noise plan, built once
+        and shared by every chain through the move context."""
+        r = self.tuning["r"]
+        got = ctx.prepared.get(("pars_spr", i))
+        if got is None or got[0] is not masks or got[1] is not weights or got[2] != r or \
+                (got[3] is None and bitplanes.AVAILABLE):
+            m = np.asarray(masks)
+            planes = bitplanes.pack_masks(m, infer_n_states(m)) if bitplanes.AVAILABLE else None
+            got = ctx.prepared[("pars_spr", i)] = (masks, weights, r, planes, WeightNoise(weights, r))
+        return got[3], got[4]
 
     def propose(self, tree: Tree, rng: np.random.Generator, ctx: MoveContext) -> Proposal:
         n = tree.n_tips

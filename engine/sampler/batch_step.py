@@ -32,18 +32,16 @@ def sampler_mode(env=None) -> str:
     return value
 
 
-def kids_table(parent: np.ndarray) -> np.ndarray:
-    """int64[n, 3]: each node's children in increasing order (Tree.children()), -1 where absent."""
-    n = parent.size
-    order = np.argsort(parent, kind="stable")
-    ps = parent[order]
-    keep = ps >= 0
-    order, ps = order[keep], ps[keep]
-    rank = np.arange(ps.size) - np.searchsorted(ps, ps, side="left")
-    assert rank.size == 0 or rank.max() < 3, "a node with more than three children"
-    table = np.full((n, 3), -1, dtype=np.int64)
-    table[ps, rank] = order
-    return table
+def kids_table(parent) -> list[list[int]]:
+    """Each node's children in increasing order (Tree.children()), padded with -1 to three."""
+    kids = [[-1, -1, -1] for _ in range(len(parent))]
+    count = [0] * len(parent)
+    for v, p in enumerate(parent.tolist() if isinstance(parent, np.ndarray) else parent):
+        if p >= 0:
+            assert count[p] < 3, "a node with more than three children"
+            kids[p][count[p]] = v
+            count[p] += 1
+    return kids
 
 
 def ancestor_closure(parent, seeds, n_tips: int) -> tuple[list[int], list[int]]:
@@ -67,19 +65,19 @@ class _Topology:
 
     def __init__(self, tree: Tree):
         self.key = tree.parent.tobytes()
-        self.kids = kids_table(tree.parent)
-        self.root = int(np.flatnonzero(tree.parent < 0)[0])
-        assert self.kids[self.root, 2] >= 0, "chains keep unrooted trees with a trifurcating root"
-        self._parent, self._n_tips = tree.parent, tree.n_tips
+        self.parent = tree.parent.tolist()
+        self.kids = kids_table(self.parent)
+        self.root = self.parent.index(-1)
+        assert self.kids[self.root][2] >= 0, "chains keep unrooted trees with a trifurcating root"
+        self._n_tips = tree.n_tips
         self._full = None
 
-    def full(self) -> tuple[np.ndarray, np.ndarray]:
+    def full(self) -> tuple[list, list]:
         """(internal nodes deepest first, their depths)."""
         if self._full is None:
-            depth = _depths(self._parent.tolist(), self.root)
-            internal = np.arange(self._n_tips, self._parent.size)
-            order = internal[np.argsort(-depth[internal], kind="stable")]
-            self._full = (order, depth[order])
+            depth = _depths(self.parent, self.root).tolist()
+            order = sorted(range(self._n_tips, len(self.parent)), key=lambda v: -depth[v])   # stable
+            self._full = (order, [depth[v] for v in order])
         return self._full
 
 
@@ -108,13 +106,14 @@ class LanePartition:
         self.n_tips = self.layout.n_tips
         self.weights = np.asarray(weights, dtype=np.float64)
         n = self.layout.n_nodes
-        self.part_slot = np.zeros(n, dtype=np.int64)
-        self.mat_slot = np.zeros(n, dtype=np.int64)
+        self.part_slot = [0] * n           # lists: a proposal touches ~10 nodes, cheaper than numpy calls
+        self.mat_slot = [0] * n
         v, zero = np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
         # slot-0 indices of every node in this lane: index = base[v] + slot[v] (tips never flip)
-        self._buf0 = self.layout.buffers(self.lane, v, zero)
-        self._mat0 = self.layout.matrices(self.lane, v, zero)
-        self._scale0 = self.layout.scales(self.lane, v, zero)
+        self._buf0 = self.layout.buffers(self.lane, v, zero).tolist()
+        self._mat0 = self.layout.matrices(self.lane, v, zero).tolist()
+        self._scale0 = self.layout.scales(self.lane, v, zero).tolist()
+        self._scale_internal = np.array(self._scale0[self.n_tips:], dtype=np.int64)
         self.model, self.mult = model, float(rate_multiplier)
         self.tree: Tree | None = None
         self.lnl = 0.0
@@ -141,8 +140,7 @@ class LanePartition:
 
     def stage(self, tree: Tree, model=None, rate_multiplier: float | None = None) -> None:
         """Queue the work of a proposal in the inactive slots; `lnl` is valid after the next flush."""
-        self._saved = (self.part_slot.copy(), self.mat_slot.copy(), self.tree, self.model, self.mult, self.lnl,
-                       self._topo)
+        self._saved = (self.part_slot[:], self.mat_slot[:], self.tree, self.model, self.mult, self.lnl, self._topo)
         full = self.tree is None or model is not None or rate_multiplier is not None
         if model is not None:
             self.model = model
@@ -173,45 +171,45 @@ class LanePartition:
 
     # -- internals -----------------------------------------------------------------------------
     def _dirty(self, old: Tree | None, tree: Tree, topo: _Topology, full: bool):
-        """(matrix-dirty nodes, partial-dirty internal nodes child-first, their depths)."""
-        edges = tree.parent >= 0
+        """(matrix-dirty nodes, partial-dirty internal nodes child-first, their depths), as lists."""
         if full:
-            return (np.flatnonzero(edges),) + topo.full()
-        mat_dirty = np.flatnonzero(edges & (old.brlen != tree.brlen))
-        moved = np.flatnonzero(old.parent != tree.parent)
-        seeds = set(tree.parent[mat_dirty].tolist())
-        if moved.size:
-            seeds.update(tree.parent[moved].tolist())
-            seeds.update(old.parent[moved].tolist())
-        seeds = [s for s in seeds if s >= self.n_tips]
-        nodes, depths = ancestor_closure(tree.parent.tolist(), seeds, self.n_tips)
-        nodes, depths = np.array(nodes, dtype=np.int64), np.array(depths, dtype=np.int64)
-        order = np.argsort(-depths, kind="stable")
-        return mat_dirty, nodes[order], depths[order]
+            return [v for v, p in enumerate(topo.parent) if p >= 0], *topo.full()
+        mat_dirty = np.flatnonzero((old.brlen != tree.brlen) & (tree.parent >= 0)).tolist()
+        moved = np.flatnonzero(old.parent != tree.parent).tolist()
+        par = topo.parent
+        seeds = {par[v] for v in mat_dirty}
+        if moved:
+            old_par = old.parent.tolist()
+            seeds.update(par[v] for v in moved)
+            seeds.update(old_par[v] for v in moved)
+        seeds = [v for v in seeds if v >= self.n_tips]
+        nodes, depths = ancestor_closure(par, seeds, self.n_tips)
+        order = sorted(range(len(nodes)), key=lambda i: -depths[i])      # deepest first, stable
+        return mat_dirty, [nodes[i] for i in order], [depths[i] for i in order]
 
-    def _job(self, tree: Tree, topo: _Topology, mat_dirty: np.ndarray, nodes: np.ndarray, depths: np.ndarray):
-        lay, m = self.layout, self.model
-        ps, ms, buf0, mat0 = self.part_slot, self.mat_slot, self._buf0, self._mat0
-        ms[mat_dirty] ^= 1
-        mat_idx = mat0[mat_dirty] + ms[mat_dirty]
-        ps[nodes] ^= 1
-        c1, c2 = topo.kids[nodes, 0], topo.kids[nodes, 1]
-        ops = np.empty((nodes.size, 7), dtype=np.int64)
-        ops[:, 0] = buf0[nodes] + ps[nodes]
-        ops[:, 1] = self._scale0[nodes] + ps[nodes]
-        ops[:, 2] = NONE
-        ops[:, 3] = buf0[c1] + ps[c1]
-        ops[:, 4] = mat0[c1] + ms[c1]
-        ops[:, 5] = buf0[c2] + ps[c2]
-        ops[:, 6] = mat0[c2] + ms[c2]
-        levels = (depths.max() - depths) if depths.size else depths
-        internal = slice(self.n_tips, tree.n_nodes)
-        cum = lay.cumulative(self.lane)
-        root, third = topo.root, int(topo.kids[topo.root, 2])
-        root_call = (int(buf0[root] + ps[root]), m.frequencies, m.category_weights, m.pinvar, cum,
-                     int(buf0[third] + ps[third]), int(mat0[third] + ms[third]))
+    def _job(self, tree: Tree, topo: _Topology, mat_dirty: list, nodes: list, depths: list):
+        m = self.model
+        ps, ms, buf0, mat0, scale0, kids = self.part_slot, self.mat_slot, self._buf0, self._mat0, self._scale0, topo.kids
+        for v in mat_dirty:
+            ms[v] ^= 1
+        mat_idx = np.array([mat0[v] + ms[v] for v in mat_dirty], dtype=np.int64)
+        for v in nodes:
+            ps[v] ^= 1
+        rows = []
+        for v in nodes:
+            c1, c2 = kids[v][0], kids[v][1]
+            rows.append((buf0[v] + ps[v], scale0[v] + ps[v], NONE, buf0[c1] + ps[c1], mat0[c1] + ms[c1],
+                         buf0[c2] + ps[c2], mat0[c2] + ms[c2]))
+        ops = np.array(rows, dtype=np.int64).reshape(-1, 7)
+        top = max(depths) if depths else 0
+        levels = np.array([top - d for d in depths], dtype=np.int64)
+        cum = self.layout.cumulative(self.lane)
+        root, third = topo.root, kids[topo.root][2]
+        root_call = (buf0[root] + ps[root], m.frequencies, m.category_weights, m.pinvar, cum,
+                     buf0[third] + ps[third], mat0[third] + ms[third])
+        scale_idx = self._scale_internal + np.array(ps[self.n_tips:], dtype=np.int64)
         return LaneJob(self.lane, m.eigen, m.category_rates, mat_idx, tree.brlen[mat_dirty] * self.mult, ops, levels,
-                       self._scale0[internal] + ps[internal], cum, root_call)
+                       scale_idx, cum, root_call)
 
 
 def finish_flush(shared: SharedInstance) -> None:
@@ -251,8 +249,9 @@ def flush_chains(chains) -> None:
 
 
 def pipeline_groups(env=None) -> int:
-    """MBGPU_PIPELINE: in how many groups a generation's chains propose and launch (default 1)."""
-    value = (os.environ if env is None else env).get("MBGPU_PIPELINE", "1").strip() or "1"
+    """MBGPU_PIPELINE: in how many groups a generation's chains propose and launch (default 2: the device
+    computes one group's likelihoods while the host proposes the next; docs/performance.md)."""
+    value = (os.environ if env is None else env).get("MBGPU_PIPELINE", "2").strip() or "2"
     if not value.isdigit() or int(value) < 1:
         raise CommandError("MBGPU_PIPELINE must be a positive integer, not %r" % value)
     return int(value)
@@ -275,6 +274,7 @@ def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
         part = chains[bounds[g]:bounds[g + 1]]
         pending += [c.begin_step() for c in part]
         tickets.append(launch_chains(part, str(g)))
+    pending = [c.prepare_step(p) for c, p in zip(chains, pending)]   # host work while the device runs
     for t in tickets:
         collect_chains(t)
     pending = iter(pending)

@@ -36,6 +36,14 @@ class TreeContext:
     n_tips: int
 
 
+def _choice_cdf(p: np.ndarray) -> np.ndarray:
+    """The cumulative table Generator.choice(n, p=p) builds, so one uniform draw and a search pick an
+    index exactly as choice does (the same draws, without choice's per-call checks)."""
+    cdf = p.cumsum()
+    cdf /= cdf[-1]
+    return cdf
+
+
 class Chain:
     """A chain at a fixed position (run, index); heats move between positions by swaps."""
 
@@ -47,6 +55,8 @@ class Chain:
         self.params, self.models = params, models
         self.weights = np.array([m.weight for m in moves], dtype=np.float64)
         self.weights /= self.weights.sum()
+        self._move_cdf = _choice_cdf(self.weights)
+        self._terms = None          # (tree, values, brlens term, parameter terms) of the current state
         self.lnl = self._initial_lnl()
         self.lnpr = prior_fn(tree, self.values)
         self.best_lnl = self.lnl
@@ -90,6 +100,22 @@ class Chain:
             part.inc.stage(prop.tree)
         return prop.tree, self.values, float(prop.log_hastings), list(self.parts), old
 
+    def _log_prior(self, tree: Tree, values: list):
+        """(log prior of a proposed state, its cached terms): only the terms the proposal changed are
+        recomputed (a tree move: branch lengths; a parameter move: that parameter), summed as always."""
+        pf = self.prior_fn
+        if not hasattr(pf, "total"):
+            return pf(tree, values), None
+        t = self._terms
+        if t is None or t[0] is not self.tree or t[1] is not self.values:
+            t = self._terms = (self.tree, self.values, pf.brlens(self.tree), pf.parameters(self.values))
+        brlens = t[2] if tree is self.tree else pf.brlens(tree)
+        terms = t[3]
+        if values is not self.values:
+            terms = [lp if new is old else pf.parameter(k, new)
+                     for k, (lp, new, old) in enumerate(zip(terms, values, self.values))]
+        return pf.total(brlens, pf.topology(tree.n_tips), terms), (tree, values, brlens, terms)
+
     # -- one step ----------------------------------------------------------------------------
     def step(self, heat: float, tunefreq: int, autotune: bool) -> None:
         """Pick a move by weight, propose, accept or reject (restoring caches on rejection)."""
@@ -101,13 +127,21 @@ class Chain:
 
     def begin_step(self):
         """Pick a move and propose; the likelihood work is queued (batched) or done (per-chain path)."""
-        move = self.moves[int(self.rng.choice(len(self.moves), p=self.weights))]
+        move = self.moves[int(self._move_cdf.searchsorted(self.rng.random(), side="right"))]
         got = self._propose_params(move) if isinstance(move, ParamMove) else self._propose_tree(move)
         return move, got
 
-    def end_step(self, pending, heat: float, tunefreq: int, autotune: bool) -> None:
-        """After the flush: accept or reject the proposal of begin_step()."""
+    def prepare_step(self, pending):
+        """Between launch and collect (the device is busy): the proposal's log prior, which does not
+        depend on the likelihood. Returns what end_step takes."""
         move, got = pending
+        if got is None or len(pending) == 3:
+            return pending
+        return move, got, self._log_prior(got[0], got[1])
+
+    def end_step(self, pending, heat: float, tunefreq: int, autotune: bool) -> None:
+        """After the flush: accept or reject the proposal of begin_step() (or of prepare_step())."""
+        move, got = pending[0], pending[1]
         if got is None:
             record(move, False, tunefreq, autotune)
             return
@@ -116,12 +150,13 @@ class Chain:
         if math.isnan(lnl) or lnl == math.inf:
             raise ModelError("a proposal of %s gave log likelihood %s (run %d, chain %d)"
                              % (move.name, lnl, self.run + 1, self.index + 1))
-        lnpr = self.prior_fn(tree, values)
+        lnpr, terms = pending[2] if len(pending) == 3 else self._log_prior(tree, values)
         log_r = heat * ((lnl - self.lnl) + (lnpr - self.lnpr)) + log_h
         accepted = lnl > -math.inf and lnpr > -math.inf and (log_r >= 0 or math.log(self.rng.random()) < log_r)
         for p in touched:
             (p.inc.accept if accepted else p.inc.reject)()
         if accepted:
             self.tree, self.values, self.lnl, self.lnpr = tree, values, lnl, lnpr
+            self._terms = terms
             self.best_lnl = max(self.best_lnl, lnl)
         record(move, accepted, tunefreq, autotune)

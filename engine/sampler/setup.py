@@ -32,10 +32,31 @@ class Prior:
     n_chars: dict
 
     def __call__(self, tree, values) -> float:
+        return self.total(self.brlens(tree), self.topology(tree.n_tips), self.parameters(values))
+
+    def brlens(self, tree) -> float:
         edges = np.flatnonzero(tree.parent >= 0)
-        lnp = brlens_log_prior(self.brlenspr, tree.brlen[edges], edges < tree.n_tips)
-        lnp += topology_log_prior(tree.n_tips)
-        return lnp + sum(parameter_log_prior(p, self.n_chars, v) for p, v in zip(self.params, values))
+        return brlens_log_prior(self.brlenspr, tree.brlen[edges], edges < tree.n_tips)
+
+    def topology(self, n_tips: int) -> float:
+        """The topology term, computed once per tip count (it is a constant of the analysis)."""
+        cache = self.__dict__.setdefault("_topology", {})
+        if n_tips not in cache:
+            cache[n_tips] = topology_log_prior(n_tips)
+        return cache[n_tips]
+
+    def parameter(self, k: int, value) -> float:
+        return parameter_log_prior(self.params[k], self.n_chars, value)
+
+    def parameters(self, values) -> list[float]:
+        return [parameter_log_prior(p, self.n_chars, v) for p, v in zip(self.params, values)]
+
+    @staticmethod
+    def total(brlens: float, topology: float, parameters: list[float]) -> float:
+        """The log prior from its terms, summed in one fixed order (a chain caches the terms)."""
+        lnp = brlens
+        lnp += topology
+        return lnp + sum(parameters)
 
 
 def _gpu_parsimony(factory):

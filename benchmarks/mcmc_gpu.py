@@ -4,7 +4,8 @@ protein (40 taxa x 20k sites, WAG+G4) data sets.
 
 Each configuration runs in a fresh subprocess (MBGPU_BACKEND=gpu|cpu, MBGPU_SAMPLER=batched|chain)
 and the rate is measured between the first and the last printed generation, so start-up (data,
-kernels, initial state) is not counted. The numpy backend runs few generations: it is slow on these
+kernels, initial state) is not counted; "median" is the median rate over the printed intervals (less
+moved by a stall such as a first-use kernel compile or a busy host). The numpy backend runs few generations: it is slow on these
 sizes. Configurations (CONFIGS): batched or per-chain ("chain", the code before batching), fp64 or
 fp32, with MrBayes' default moves or without ParsSPR ("-nopars"); "gpu-cpupars": ParsSPR's parsimony in numpy
 instead of on the GPU (MBGPU_GPU_PARSIMONY=0).
@@ -151,7 +152,9 @@ def run_config(folder: str, case: dict, data: str, label: str, ngen: int, timeou
         return {"label": label, "error": out[-2000:]}
     (g0, t0), (g1, t1) = stamps[0], stamps[-1]
     best = re.findall(r'"cold" chain of run \d was (-?[\d.]+)', out)
+    steps = [(b[0] - a[0]) / (b[1] - a[1]) for a, b in zip(stamps, stamps[1:]) if b[1] > a[1]]
     return {"label": label, "gens": g1 - g0, "rate": (g1 - g0) / (t1 - t0), "wall": time.time() - start,
+            "median": float(np.median(steps)) if steps else float("nan"),
             "backend": next((l.strip() for l in lines if l.startswith("Likelihood backend")), "?"),
             "best": best, "patterns": re.findall(r"has (\d+) unique site patterns", out)}
 
@@ -172,7 +175,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     folder = args.keep or tempfile.mkdtemp(prefix="mcmc_gpu_")
     os.makedirs(folder, exist_ok=True)
-    print("%-8s %-18s %6s %9s %8s %8s  %s" % ("case", "config", "gens", "gen/s", "vs cpu", "patterns", "backend"))
+    print("%-8s %-18s %6s %9s %9s %8s %8s  %s" % ("case", "config", "gens", "gen/s", "median", "vs cpu", "patterns",
+                                                  "backend"))
     for name in args.cases.split(","):
         case = CASES[name]
         n_sites = max(100, int(case["n_sites"] * args.scale))
@@ -191,7 +195,7 @@ def main(argv=None) -> int:
             ref = "cpu-nopars" if r["label"].endswith("-nopars") else "cpu"
             cpu = next((x["rate"] for x in results if x["label"] == ref and "rate" in x), None)
             ratio = "%.1fx" % (r["rate"] / cpu) if cpu else "-"
-            print("%-8s %-18s %6d %9.1f %8s %8s  %s" % (name, r["label"], r["gens"], r["rate"], ratio,
+            print("%-8s %-18s %6d %9.1f %9.1f %8s %8s  %s" % (name, r["label"], r["gens"], r["rate"], r["median"], ratio,
                                                       "+".join(r["patterns"]), r["backend"]), flush=True)
         if args.profile and name in args.profile_cases.split(","):
             label = args.profile

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from engine.tree import random_tree  # noqa: E402
 def time_path(planes: bool, tree, ctx, calls: int) -> tuple[float, list[float]]:
     """Seconds per ParsSPR proposal and the proposals' log Hastings ratios, with or without bit planes."""
     saved, bitplanes.AVAILABLE = bitplanes.AVAILABLE, planes and bitplanes.AVAILABLE
+    ctx = replace(ctx, prepared={})                                 # planes are packed for this path
     try:
         move = ParsSPR()
         move.propose(tree, np.random.default_rng(3), ctx)          # packs the planes once
@@ -41,8 +43,6 @@ def time_path(planes: bool, tree, ctx, calls: int) -> tuple[float, list[float]]:
 def time_gpu(tree, ctx, calls: int) -> tuple[float, float, float, list[float]]:
     """(s per proposal, s in missed_weights, s in the kernel, log Hastings ratios) with ParsSPR's costs
     on the GPU."""
-    from dataclasses import replace
-
     import pycuda.driver as drv
 
     from engine.cuda.context import open_device

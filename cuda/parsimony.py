@@ -2,8 +2,9 @@
 
 The host turns the pruned tree (R rooted at the anchor tip, and the subtree S) into a small program of
 node rows, uploads it with the perturbed integer weights in one copy (the kernel packs their bit planes),
-and reads back one integer cost per regraft candidate: the same integers as engine.moves.bitplanes.missed_weights, so proposals do
-not change. A pattern set's tip planes are uploaded once. pycuda is imported inside functions.
+and reads back one integer cost per regraft candidate: the same integers as
+engine.moves.bitplanes.missed_weights, so proposals do not change. A pattern set's tip planes are
+uploaded once. pycuda is imported inside functions.
 """
 from __future__ import annotations
 

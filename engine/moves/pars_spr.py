@@ -22,7 +22,7 @@ from engine.moves.graph import Adjacency, link, path_to_root, to_tree, undirecte
 from engine.moves import bitplanes
 from engine.moves.bitplanes import PlaneOps
 from engine.moves.parsimony import downpass, final_sets, infer_n_states, missed_weights, rooted_order
-from engine.moves.weight_noise import WeightNoise, perturbed_weights  # noqa: F401  (re-exported)
+from engine.moves.weight_noise import WeightNoise
 from engine.tree import Tree
 
 
@@ -88,8 +88,7 @@ class ParsSPR(Move):
         and shared by every chain through the move context."""
         r = self.tuning["r"]
         got = ctx.prepared.get(("pars_spr", i))
-        if got is None or got[0] is not masks or got[1] is not weights or got[2] != r or \
-                (got[3] is None and bitplanes.AVAILABLE):
+        if got is None or got[0] is not masks or got[1] is not weights or got[2] != r:
             m = np.asarray(masks)
             planes = bitplanes.pack_masks(m, infer_n_states(m)) if bitplanes.AVAILABLE else None
             got = ctx.prepared[("pars_spr", i)] = (masks, weights, r, planes, WeightNoise(weights, r))

@@ -34,7 +34,7 @@ class WeightNoise:
         self.groups = [(idx, step_cdf(c, self.r)) for c in range(2, SMALL + 1)
                        for idx in [np.flatnonzero(count == c)] if idx.size] if self.small else []
         self.empty = np.flatnonzero(count == 0)
-        self.many = np.flatnonzero(count > SMALL) if 0.0 < r < 0.5 else np.flatnonzero(count > 0)
+        self.many = np.flatnonzero(count > (SMALL if self.small else 0))
         base = self.weights.astype(np.int64)
         whole = bool(self.weights.size) and np.array_equal(base, self.weights) and base.min() >= 0
         self.integer_base = base if whole and base.max() < 2 ** 40 else None
@@ -57,8 +57,7 @@ class WeightNoise:
         else:
             step = np.zeros(self.weights.size, dtype=np.int64)
         if self.many.size:
-            c = self.count[self.many]
-            p = min(self.r, 1.0)
+            c, p = self.count[self.many], min(self.r, 1.0)
             up = rng.binomial(c, p)
             step[self.many] = up - rng.binomial(c - up, min(p / (1.0 - p), 1.0) if p < 1.0 else 1.0)
         return step

@@ -104,8 +104,6 @@ class Chain:
         """(log prior of a proposed state, its cached terms): only the terms the proposal changed are
         recomputed (a tree move: branch lengths; a parameter move: that parameter), summed as always."""
         pf = self.prior_fn
-        if not hasattr(pf, "total"):
-            return pf(tree, values), None
         t = self._terms
         if t is None or t[0] is not self.tree or t[1] is not self.values:
             t = self._terms = (self.tree, self.values, pf.brlens(self.tree), pf.parameters(self.values))
@@ -129,19 +127,19 @@ class Chain:
         """Pick a move and propose; the likelihood work is queued (batched) or done (per-chain path)."""
         move = self.moves[int(self._move_cdf.searchsorted(self.rng.random(), side="right"))]
         got = self._propose_params(move) if isinstance(move, ParamMove) else self._propose_tree(move)
-        return move, got
+        return move, got, None
 
     def prepare_step(self, pending):
         """Between launch and collect (the device is busy): the proposal's log prior, which does not
         depend on the likelihood. Returns what end_step takes."""
-        move, got = pending
-        if got is None or len(pending) == 3:
+        move, got, prior = pending
+        if got is None or prior is not None:
             return pending
         return move, got, self._log_prior(got[0], got[1])
 
     def end_step(self, pending, heat: float, tunefreq: int, autotune: bool) -> None:
         """After the flush: accept or reject the proposal of begin_step() (or of prepare_step())."""
-        move, got = pending[0], pending[1]
+        move, got, prior = pending
         if got is None:
             record(move, False, tunefreq, autotune)
             return
@@ -150,7 +148,7 @@ class Chain:
         if math.isnan(lnl) or lnl == math.inf:
             raise ModelError("a proposal of %s gave log likelihood %s (run %d, chain %d)"
                              % (move.name, lnl, self.run + 1, self.index + 1))
-        lnpr, terms = pending[2] if len(pending) == 3 else self._log_prior(tree, values)
+        lnpr, terms = prior if prior is not None else self._log_prior(tree, values)
         log_r = heat * ((lnl - self.lnl) + (lnpr - self.lnpr)) + log_h
         accepted = lnl > -math.inf and lnpr > -math.inf and (log_r >= 0 or math.log(self.rng.random()) < log_r)
         for p in touched:

@@ -175,7 +175,7 @@ def test_pars_spr_hastings_when_costs_over_and_underflow():
 @pytest.mark.parametrize("count", [1, 3, 8, 40])
 def test_perturbed_weights_add_plus_or_minus_one_per_site_with_probability_r(count):
     """MrBayes' ParsSPR weights: each site of a pattern adds +1 w.p. r and -1 w.p. r, independently."""
-    from engine.moves.pars_spr import perturbed_weights
+    from engine.moves.weight_noise import perturbed_weights
 
     r, n = 0.05, 40000
     step = perturbed_weights(np.full(n, float(count)), r, np.random.default_rng(count)) - count

@@ -4,8 +4,8 @@ probability r and -1 with probability r, independently.
 A pattern of c sites (c = ceil(weight)) thus moves by the sum of c such steps. For c <= SMALL that sum
 is drawn with ONE uniform per pattern from its exact distribution (an inverse-CDF table per c); larger
 patterns draw up ~ Bin(c, r) and down ~ Bin(c - up, r / (1 - r)). The grouping of patterns by c is
-planned once per weight vector (`WeightNoise`), so a proposal costs one uniform draw per pattern and a
-table lookup per group.
+planned once per weight vector (`WeightNoise`), so a proposal costs one uniform draw and two comparisons
+per pattern (into work arrays kept between draws) and a table search per pattern of c > 1.
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class WeightNoise:
                        for idx in [np.flatnonzero(count == c)] if idx.size] if self.small else []
         self.empty = np.flatnonzero(count == 0)
         self.many = np.flatnonzero(count > (SMALL if self.small else 0))
+        self._buffers = None
         base = self.weights.astype(np.int64)
         whole = bool(self.weights.size) and np.array_equal(base, self.weights) and base.min() >= 0
         self.integer_base = base if whole and base.max() < 2 ** 40 else None
@@ -44,15 +45,13 @@ class WeightNoise:
         if self.r <= 0.0:
             return np.zeros(self.weights.size, dtype=np.int64)
         if self.small:                         # one uniform per pattern; every pattern as if c = 1 first
-            u = rng.random(self.weights.size)
-            step = (u >= 1.0 - self.r).astype(np.int64)
-            step -= u < self.r
-            for idx, cdf in self.groups:       # then c = 2..SMALL: k = how many CDF values are <= u
-                v = u[idx]
-                k = np.zeros(idx.size, dtype=np.int64)
-                for edge in cdf[:-1].tolist():
-                    k += v >= edge
-                step[idx] = k - (cdf.size // 2)
+            u, low, high = self._scratch()
+            rng.random(out=u)
+            np.less(u, self.r, out=low)
+            np.greater_equal(u, 1.0 - self.r, out=high)
+            step = np.subtract(high, low, dtype=np.int64)
+            for idx, cdf in self.groups:       # then c = 2..SMALL: how many CDF values are <= u, less c
+                step[idx] = np.searchsorted(cdf[:-1], u[idx], side="right") - (cdf.size // 2)
             step[self.empty] = 0
         else:
             step = np.zeros(self.weights.size, dtype=np.int64)
@@ -61,6 +60,14 @@ class WeightNoise:
             up = rng.binomial(c, p)
             step[self.many] = up - rng.binomial(c - up, min(p / (1.0 - p), 1.0) if p < 1.0 else 1.0)
         return step
+
+    def _scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-pattern work arrays kept between draws (fresh ones of this size would each be a new
+        memory mapping, costing more page faults than the arithmetic)."""
+        if self._buffers is None:
+            n = self.weights.size
+            self._buffers = (np.empty(n), np.empty(n, dtype=bool), np.empty(n, dtype=bool))
+        return self._buffers
 
     def draw(self, rng: np.random.Generator) -> np.ndarray:
         """float64 perturbed weights."""
@@ -71,7 +78,8 @@ class WeightNoise:
         a pattern loses at most its c sites); None otherwise."""
         if self.integer_base is None:
             return None
-        return self.integer_base + self.steps(rng)
+        step = self.steps(rng)
+        return np.add(step, self.integer_base, out=step)
 
 
 def perturbed_weights(weights: np.ndarray, r: float, rng: np.random.Generator) -> np.ndarray:

@@ -2,7 +2,9 @@
 
 Moves rewire an adjacency (node -> {neighbour: branch length}); `to_tree` re-directs it away from the
 old root node, so node ids never change, the root stays the same trifurcating node, and only edges on
-the path between the old and new attachment points change direction.
+the path between the old and new attachment points change direction. `link`/`unlink` record the nodes
+whose edges they change, so `to_tree` re-directs only those nodes and their old ancestors (everything
+else hangs off unchanged) instead of walking the whole tree.
 """
 from __future__ import annotations
 
@@ -10,21 +12,60 @@ import numpy as np
 
 from engine.tree import Tree
 
-Adjacency = list[dict[int, float]]
+
+class Adjacency(list):
+    """adj[v] = {w: length of edge v-w}; `touched`: the nodes whose edges link/unlink changed."""
+
+    def __init__(self, items=()):
+        super().__init__(items)
+        self.touched: set[int] = set()
 
 
 def undirected(tree: Tree) -> Adjacency:
-    """adj[v] = {w: length of edge v-w} for every edge of the tree."""
-    adj: Adjacency = [dict() for _ in range(tree.n_nodes)]
-    for v, (p, length) in enumerate(zip(tree.parent.tolist(), tree.brlen.tolist())):
+    """adj[v] = {w: length of edge v-w} for every edge of the tree (nothing touched yet)."""
+    adj = Adjacency([{} for _ in range(tree.n_nodes)])
+    for v, p, length in zip(range(tree.n_nodes), tree.parent.tolist(), tree.brlen.tolist()):
         if p >= 0:
             adj[v][p] = length
             adj[p][v] = length
     return adj
 
 
-def to_tree(template: Tree, adj: Adjacency) -> Tree:
-    """Direct `adj` away from template's root node; ids and n_tips are kept."""
+def to_tree(template: Tree, adj) -> Tree:
+    """Direct `adj` away from template's root node; ids and n_tips are kept.
+
+    With an Adjacency, only the touched nodes and their ancestors in `template` are re-directed: any
+    other node's subtree is intact and leaves only through its old parent edge, so its parent and
+    branch length stay (and the re-directed nodes reach the root through each other).
+    """
+    root = template.root
+    touched = getattr(adj, "touched", None)
+    if touched is None:
+        return _to_tree_full(template, adj)
+    old_parent = template.parent.tolist()
+    region = set()
+    for v in touched:
+        while v >= 0 and v not in region:
+            region.add(v)
+            v = old_parent[v]
+    parent, brlen = template.parent.copy(), template.brlen.copy()
+    if region:
+        region.discard(root)
+        stack = [root]
+        while stack:
+            v = stack.pop()
+            for w, length in adj[v].items():
+                if w in region:
+                    region.discard(w)
+                    parent[w] = v
+                    brlen[w] = length
+                    stack.append(w)
+        assert not region, "rewired tree is disconnected"
+    return Tree(template.n_tips, parent, brlen)
+
+
+def _to_tree_full(template: Tree, adj) -> Tree:
+    """to_tree for an adjacency that did not record its changes: one walk over the whole tree."""
     root, n = template.root, template.n_nodes
     parent, brlen = [-1] * n, [0.0] * n
     parent[root] = root                   # marks the visited nodes until the end
@@ -44,12 +85,21 @@ def to_tree(template: Tree, adj: Adjacency) -> Tree:
 def link(adj: Adjacency, a: int, b: int, length: float) -> None:
     adj[a][b] = length
     adj[b][a] = length
+    _touch(adj, a, b)
 
 
 def unlink(adj: Adjacency, a: int, b: int) -> float:
     length = adj[a].pop(b)
     del adj[b][a]
+    _touch(adj, a, b)
     return length
+
+
+def _touch(adj, a: int, b: int) -> None:
+    touched = getattr(adj, "touched", None)
+    if touched is not None:
+        touched.add(a)
+        touched.add(b)
 
 
 def prune(adj: Adjacency, w: int, keep: int, ahead: int, behind: int) -> tuple[float, float]:

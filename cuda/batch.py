@@ -110,33 +110,35 @@ class ChainSlots:
         return ops, scales, root, child, cm
 
 
+def _ints(x) -> list:
+    """A flat list of Python ints from a list or an integer array (lists pass through)."""
+    return x.ravel().tolist() if isinstance(x, np.ndarray) else list(x)
+
+
 def scale_job_arrays(jobs) -> tuple[np.ndarray, np.ndarray]:
     """Pack [(cumulative, reset, indices, sign)] into the int64 job table and the flat index array."""
-    table = np.zeros((len(jobs), SCALE_JOB_WIDTH), dtype=np.int64)
-    flat = []
-    first = 0
-    for j, (cumulative, reset, indices, sign) in enumerate(jobs):
-        idx = np.asarray(indices, dtype=np.int64).ravel()
-        table[j] = (cumulative, 1 if reset else 0, first, idx.size, 1 if sign >= 0 else -1)
-        flat.append(idx)
-        first += idx.size
-    flat_arr = np.concatenate(flat) if flat else np.zeros(0, dtype=np.int64)
-    return table, (flat_arr if flat_arr.size else np.zeros(1, dtype=np.int64))
+    rows, flat = [], []
+    for cumulative, reset, indices, sign in jobs:
+        idx = _ints(indices)
+        rows.append((cumulative, 1 if reset else 0, len(flat), len(idx), 1 if sign >= 0 else -1))
+        flat += idx
+    table = np.array(rows, dtype=np.int64).reshape(-1, SCALE_JOB_WIDTH)
+    return table, np.array(flat or [0], dtype=np.int64)
 
 
 def root_job_arrays(calls, n_states: int, n_categories: int) -> tuple[np.ndarray, np.ndarray]:
     """Pack root calls (root, freqs, weights, pinvar, cumulative, child, child_matrix) into job tables."""
     import math
 
-    jobs = np.zeros((len(calls), ROOT_JOB_WIDTH), dtype=np.int64)
-    params = np.zeros((len(calls), n_states + n_categories + 2), dtype=np.float64)
-    for j, (root, freqs, weights, pinvar, cumulative, child, child_matrix) in enumerate(calls):
-        jobs[j] = (root, cumulative, child, child_matrix if child != NONE else 0)
-        params[j, :n_states] = np.asarray(freqs, dtype=np.float64)
-        params[j, n_states:n_states + n_categories] = np.asarray(weights, dtype=np.float64)
-        params[j, -2] = float(pinvar)
-        params[j, -1] = math.log1p(-float(pinvar)) if pinvar > 0.0 else 0.0
-    return jobs, params
+    rows, reals = [], []
+    for root, freqs, weights, pinvar, cumulative, child, child_matrix in calls:
+        rows.append((root, cumulative, child, child_matrix if child != NONE else 0))
+        pinvar = float(pinvar)
+        reals += [np.asarray(freqs, dtype=np.float64).ravel(), np.asarray(weights, dtype=np.float64).ravel(),
+                  np.array([pinvar, math.log1p(-pinvar) if pinvar > 0.0 else 0.0])]
+    jobs = np.array(rows, dtype=np.int64).reshape(-1, ROOT_JOB_WIDTH)
+    params = np.concatenate(reals) if reals else np.zeros(0)
+    return jobs, params.reshape(len(calls), n_states + n_categories + 2)
 
 
 @dataclass(frozen=True)
@@ -157,19 +159,18 @@ def pack_flush(matrix_groups, ops: np.ndarray, scale_jobs, root_calls, n_states:
     """Pack a whole flush (CudaBackend.batch_launch's arguments) for ONE host-to-device copy."""
     idx, lengths, eig_of, eigens, rates = [], [], [], [], []
     for e, (eigen, cat_rates, indices, edges) in enumerate(matrix_groups):
-        idx.append(np.asarray(indices, dtype=np.int64).ravel())
-        lengths.append(np.asarray(edges, dtype=np.float64).ravel())
-        eig_of.append(np.full(idx[-1].size, e, dtype=np.int64))
-        eigens += [np.asarray(eigen.values, dtype=np.float64).ravel(),
-                   np.asarray(eigen.vectors, dtype=np.float64).ravel(),
-                   np.asarray(eigen.inverse, dtype=np.float64).ravel()]
+        got = _ints(indices)
+        idx += got
+        eig_of += [e] * len(got)
+        lengths += edges.ravel().tolist() if isinstance(edges, np.ndarray) else edges
+        eigens += [np.asarray(a, dtype=np.float64).ravel() for a in (eigen.values, eigen.vectors, eigen.inverse)]
         rates.append(np.asarray(cat_rates, dtype=np.float64).ravel())
     ops = np.ascontiguousarray(ops, dtype=np.int64).reshape(-1, 7)
     table, flat = scale_job_arrays(scale_jobs)
     jobs, params = root_job_arrays(root_calls, n_states, n_categories)
-    ints = idx + eig_of + [ops.ravel(), table.ravel(), flat, jobs.ravel()]
-    reals = lengths + eigens + rates + [params.ravel()]
-    sizes = [sum(a.size for a in idx), sum(a.size for a in eig_of), ops.size, table.size, flat.size, jobs.size]
-    blob = np.concatenate([np.concatenate(ints), np.concatenate(reals).view(np.int64)])
-    params_at = sum(a.size for a in lengths) + sum(a.size for a in eigens) + sum(a.size for a in rates)
+    sizes = [len(idx), len(eig_of), ops.size, table.size, flat.size, jobs.size]
+    reals = np.concatenate([np.array(lengths, dtype=np.float64)] + eigens + rates + [params.ravel()])
+    blob = np.concatenate([np.array(idx + eig_of, dtype=np.int64), ops.ravel(), table.ravel(), flat, jobs.ravel(),
+                           reals.view(np.int64)])
+    params_at = len(lengths) + sum(a.size for a in eigens) + sum(a.size for a in rates)
     return PackedFlush(blob, sizes, int(sizes[0]), params, params_at)

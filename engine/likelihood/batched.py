@@ -72,18 +72,39 @@ class LaneLayout:
 
 @dataclass
 class LaneJob:
-    """One lane's queued work: matrices, operations (with levels), scale sum and root call."""
+    """One lane's queued work: matrices, operations (with levels), scale sum and root call. Lists, made
+    into arrays once per flush (`arrays()` for the chain-by-chain path)."""
 
     lane: int
     eigen: object
     category_rates: np.ndarray
-    matrix_indices: np.ndarray      # int64[m]
-    edge_lengths: np.ndarray        # float64[m]
-    ops: np.ndarray                 # int64[n, 7], children before parents
-    levels: np.ndarray              # int64[n], 0 = reads no partial written by this job
-    scale_indices: np.ndarray       # int64[k], summed in this order into `cumulative`
+    matrix_indices: list            # int [m]
+    edge_lengths: list              # float [m]
+    ops: list                       # 7 ints per operation, flat; children before parents
+    levels: list                    # int [n], 0 = reads no partial written by this job
+    scale_indices: list             # int [k], summed in this order into `cumulative`
     cumulative: int
     root_call: tuple                # (root, freqs, weights, pinvar, cumulative, child, child_matrix)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(matrix indices, edge lengths, ops int64[n, 7], scale indices) as arrays."""
+        return (np.array(self.matrix_indices, dtype=np.int64), np.array(self.edge_lengths, dtype=np.float64),
+                np.array(self.ops, dtype=np.int64).reshape(-1, 7), np.array(self.scale_indices, dtype=np.int64))
+
+
+def level_ops(jobs) -> tuple[np.ndarray, list[int]]:
+    """Every job's operations in one int64[n, 7] array ordered by level (stable: job order, then each
+    job's order), and the count per non-empty level."""
+    flat, levels = [], []
+    for j in jobs:
+        flat += j.ops
+        levels += j.levels
+    ops = np.array(flat, dtype=np.int64).reshape(-1, 7)
+    if not levels:
+        return ops, []
+    levels = np.array(levels, dtype=np.int64)
+    counts = np.bincount(levels)
+    return ops[np.argsort(levels, kind="stable")], counts[counts > 0].tolist()
 
 
 def batch_mode(backend, env=None) -> str | None:
@@ -142,16 +163,8 @@ class SharedInstance:
             return jobs, None, [self._run_one(j) for j in jobs]
         if self.batched == "calls":
             return jobs, None, self._flush_calls(jobs)
-        matrices = [(j.eigen, j.category_rates, j.matrix_indices, j.edge_lengths) for j in jobs
-                    if j.matrix_indices.size]
-        with_ops = [j for j in jobs if len(j.ops)]
-        ops, counts = np.zeros((0, 7), dtype=np.int64), []
-        if with_ops:
-            levels = np.concatenate([j.levels for j in with_ops])
-            order = np.argsort(levels, kind="stable")
-            ops = np.concatenate([j.ops for j in with_ops])[order]
-            counts = np.bincount(levels)
-            counts = counts[counts > 0].tolist()
+        matrices = [(j.eigen, j.category_rates, j.matrix_indices, j.edge_lengths) for j in jobs if j.matrix_indices]
+        ops, counts = level_ops(jobs)
         handle = self.backend.batch_launch(matrices, ops, counts,
                                            [(j.cumulative, True, j.scale_indices, 1) for j in jobs],
                                            [j.root_call for j in jobs], tag)
@@ -169,25 +182,23 @@ class SharedInstance:
     def _flush_calls(self, jobs: list[LaneJob]) -> list[float]:
         """The same work as batch_launch through the four batched calls (MBGPU_BATCH_FLUSH=calls)."""
         b = self.backend
-        b.update_transition_matrices_many([(j.eigen, j.category_rates, j.matrix_indices, j.edge_lengths)
-                                           for j in jobs if j.matrix_indices.size])
-        with_ops = [j for j in jobs if len(j.ops)]
-        if with_ops:
-            levels = np.concatenate([j.levels for j in with_ops])
-            order = np.argsort(levels, kind="stable")
-            counts = np.bincount(levels)
-            b.update_partials_levels(np.concatenate([j.ops for j in with_ops])[order], counts[counts > 0].tolist())
-        b.scale_jobs([(j.cumulative, True, j.scale_indices, 1) for j in jobs])
+        b.update_transition_matrices_many([(j.eigen, j.category_rates, *j.arrays()[:2]) for j in jobs
+                                           if j.matrix_indices])
+        ops, counts = level_ops(jobs)
+        if len(ops):
+            b.update_partials_levels(ops, counts)
+        b.scale_jobs([(j.cumulative, True, j.arrays()[3], 1) for j in jobs])
         return b.root_log_likelihoods([j.root_call for j in jobs])
 
     def _run_one(self, job: LaneJob) -> float:
         """The protocol calls of IncrementalPartition.propose for one job, in the same order."""
         b = self.backend
+        mat_idx, lengths, ops, scales = job.arrays()
         b.set_category_rates(job.category_rates)
-        if job.matrix_indices.size:
-            b.update_transition_matrices(job.eigen, job.matrix_indices, job.edge_lengths)
-        if len(job.ops):
-            b.update_partials(job.ops)
+        if mat_idx.size:
+            b.update_transition_matrices(job.eigen, mat_idx, lengths)
+        if len(ops):
+            b.update_partials(ops)
         b.reset_scale(job.cumulative)
-        b.accumulate_scale(job.cumulative, job.scale_indices)
+        b.accumulate_scale(job.cumulative, scales)
         return b.root_log_likelihood(*job.root_call)

@@ -72,6 +72,23 @@ class _Topology:
         self._n_tips = tree.n_tips
         self._full = None
 
+    def moved_to(self, tree: Tree, moved: list) -> "_Topology":
+        """The topology of `tree`, whose nodes `moved` (and only those) have other parents than here: the
+        children of their old and new parents are rebuilt, every other row is shared."""
+        new = _Topology.__new__(_Topology)
+        new.key, new._n_tips, new._full = tree.parent.tobytes(), self._n_tips, None
+        new.parent = parent = tree.parent.tolist()
+        new.kids = kids = self.kids[:]
+        for p in {self.parent[v] for v in moved} | {parent[v] for v in moved}:
+            if p >= 0:
+                got = sorted([c for c in self.kids[p] if c >= 0 and parent[c] == p]
+                             + [v for v in moved if parent[v] == p])
+                assert len(got) <= 3, "a node with more than three children"
+                kids[p] = got + [-1] * (3 - len(got))
+        new.root = self.root if parent[self.root] < 0 else parent.index(-1)
+        assert kids[new.root][2] >= 0, "chains keep unrooted trees with a trifurcating root"
+        return new
+
     def full(self) -> tuple[list, list]:
         """(internal nodes deepest first, their depths)."""
         if self._full is None:
@@ -98,7 +115,11 @@ def _depths(parent: list, root: int) -> np.ndarray:
 
 
 class LanePartition:
-    """One chain's lane of a SharedInstance: double-buffered slots, staged proposals, flushed lnL."""
+    """One chain's lane of a SharedInstance: double-buffered slots, staged proposals, flushed lnL.
+
+    Slots and index tables are Python lists: a proposal touches ~10 nodes, and list work on them is
+    cheaper than numpy calls; the lane's jobs hold lists too, turned into arrays once per flush.
+    """
 
     def __init__(self, shared: SharedInstance, model, rate_multiplier: float, weights: np.ndarray):
         self.shared, self.layout = shared, shared.layout
@@ -106,14 +127,14 @@ class LanePartition:
         self.n_tips = self.layout.n_tips
         self.weights = np.asarray(weights, dtype=np.float64)
         n = self.layout.n_nodes
-        self.part_slot = [0] * n           # lists: a proposal touches ~10 nodes, cheaper than numpy calls
+        self.part_slot = [0] * n
         self.mat_slot = [0] * n
         v, zero = np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
         # slot-0 indices of every node in this lane: index = base[v] + slot[v] (tips never flip)
         self._buf0 = self.layout.buffers(self.lane, v, zero).tolist()
         self._mat0 = self.layout.matrices(self.lane, v, zero).tolist()
         self._scale0 = self.layout.scales(self.lane, v, zero).tolist()
-        self._scale_internal = np.array(self._scale0[self.n_tips:], dtype=np.int64)
+        self._scales = self._scale0[self.n_tips:]       # every internal node's current scale buffer
         self.model, self.mult = model, float(rate_multiplier)
         self.tree: Tree | None = None
         self.lnl = 0.0
@@ -140,15 +161,19 @@ class LanePartition:
 
     def stage(self, tree: Tree, model=None, rate_multiplier: float | None = None) -> None:
         """Queue the work of a proposal in the inactive slots; `lnl` is valid after the next flush."""
-        self._saved = (self.part_slot[:], self.mat_slot[:], self.tree, self.model, self.mult, self.lnl, self._topo)
+        self._saved = (self.part_slot[:], self.mat_slot[:], self._scales[:], self.tree, self.model, self.mult,
+                       self.lnl, self._topo)
         full = self.tree is None or model is not None or rate_multiplier is not None
         if model is not None:
             self.model = model
         if rate_multiplier is not None:
             self.mult = float(rate_multiplier)
-        old = self.tree
-        topo = self._topo if self._topo is not None and self._topo.key == tree.parent.tobytes() else _Topology(tree)
-        mat_dirty, nodes, depths = self._dirty(old, tree, topo, full)
+        if full:
+            topo = self._topo if self._topo is not None and self._topo.key == tree.parent.tobytes() else _Topology(tree)
+            mat_dirty = [v for v, p in enumerate(topo.parent) if p >= 0]
+            nodes, depths = topo.full()
+        else:
+            topo, mat_dirty, nodes, depths = self._dirty(self.tree, tree)
         self.shared.enqueue(self._job(tree, topo, mat_dirty, nodes, depths))
         self.tree, self._topo = tree, topo
 
@@ -157,7 +182,8 @@ class LanePartition:
 
     def reject(self) -> None:
         assert self._saved is not None, "reject() without a pending proposal"
-        self.part_slot, self.mat_slot, self.tree, self.model, self.mult, self.lnl, self._topo = self._saved
+        (self.part_slot, self.mat_slot, self._scales, self.tree, self.model, self.mult, self.lnl,
+         self._topo) = self._saved
         self._saved = None
 
     def finish(self, root_lnl: float) -> None:
@@ -170,46 +196,49 @@ class LanePartition:
         self.lnl = float(lnl)
 
     # -- internals -----------------------------------------------------------------------------
-    def _dirty(self, old: Tree | None, tree: Tree, topo: _Topology, full: bool):
-        """(matrix-dirty nodes, partial-dirty internal nodes child-first, their depths), as lists."""
-        if full:
-            return [v for v, p in enumerate(topo.parent) if p >= 0], *topo.full()
+    def _dirty(self, old: Tree, tree: Tree):
+        """(topology of `tree`, matrix-dirty nodes, partial-dirty internal nodes child-first, their
+        depths) of a proposal from `old` under the same model, as lists."""
         mat_dirty = np.flatnonzero((old.brlen != tree.brlen) & (tree.parent >= 0)).tolist()
         moved = np.flatnonzero(old.parent != tree.parent).tolist()
+        topo = self._topo
+        if moved:
+            topo = topo.moved_to(tree, moved)
         par = topo.parent
         seeds = {par[v] for v in mat_dirty}
         if moved:
-            old_par = old.parent.tolist()
+            old_par = self._topo.parent
             seeds.update(par[v] for v in moved)
             seeds.update(old_par[v] for v in moved)
-        seeds = [v for v in seeds if v >= self.n_tips]
-        nodes, depths = ancestor_closure(par, seeds, self.n_tips)
+        nodes, depths = ancestor_closure(par, [v for v in seeds if v >= self.n_tips], self.n_tips)
         order = sorted(range(len(nodes)), key=lambda i: -depths[i])      # deepest first, stable
-        return mat_dirty, [nodes[i] for i in order], [depths[i] for i in order]
+        return topo, mat_dirty, [nodes[i] for i in order], [depths[i] for i in order]
 
     def _job(self, tree: Tree, topo: _Topology, mat_dirty: list, nodes: list, depths: list):
-        m = self.model
+        m, mult = self.model, self.mult
         ps, ms, buf0, mat0, scale0, kids = self.part_slot, self.mat_slot, self._buf0, self._mat0, self._scale0, topo.kids
         for v in mat_dirty:
             ms[v] ^= 1
-        mat_idx = np.array([mat0[v] + ms[v] for v in mat_dirty], dtype=np.int64)
+        mat_idx = [mat0[v] + ms[v] for v in mat_dirty]
+        brlen = tree.brlen.tolist()
+        lengths = [brlen[v] * mult for v in mat_dirty]
+        scales, nt = self._scales, self.n_tips
         for v in nodes:
             ps[v] ^= 1
-        rows = []
+            scales[v - nt] = scale0[v] + ps[v]
+        ops = []                                        # 7 ints per node, flat
         for v in nodes:
-            c1, c2 = kids[v][0], kids[v][1]
-            rows.append((buf0[v] + ps[v], scale0[v] + ps[v], NONE, buf0[c1] + ps[c1], mat0[c1] + ms[c1],
-                         buf0[c2] + ps[c2], mat0[c2] + ms[c2]))
-        ops = np.array(rows, dtype=np.int64).reshape(-1, 7)
+            c1, c2, _ = kids[v]
+            ops += (buf0[v] + ps[v], scale0[v] + ps[v], NONE, buf0[c1] + ps[c1], mat0[c1] + ms[c1],
+                    buf0[c2] + ps[c2], mat0[c2] + ms[c2])
         top = max(depths) if depths else 0
-        levels = np.array([top - d for d in depths], dtype=np.int64)
         cum = self.layout.cumulative(self.lane)
-        root, third = topo.root, kids[topo.root][2]
+        root = topo.root
+        third = kids[root][2]
         root_call = (buf0[root] + ps[root], m.frequencies, m.category_weights, m.pinvar, cum,
                      buf0[third] + ps[third], mat0[third] + ms[third])
-        scale_idx = self._scale_internal + np.array(ps[self.n_tips:], dtype=np.int64)
-        return LaneJob(self.lane, m.eigen, m.category_rates, mat_idx, tree.brlen[mat_dirty] * self.mult, ops, levels,
-                       scale_idx, cum, root_call)
+        return LaneJob(self.lane, m.eigen, m.category_rates, mat_idx, lengths, ops, [top - d for d in depths],
+                       scales[:], cum, root_call)
 
 
 def finish_flush(shared: SharedInstance) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 from engine.model_settings import build_division_models, rate_multipliers
 from engine.models import build_model
 from engine.parameters import free_parameters
-from engine.priors import brlens_log_prior, parameter_log_prior, topology_log_prior
+from engine.priors import BrlensPrior, parameter_log_prior, topology_log_prior
 from engine.sampler.chain import Chain, PartSlot
 from engine.sampler.batch_step import PartFactory
 from engine.sampler.model_state import ModelCache
@@ -35,8 +35,11 @@ class Prior:
         return self.total(self.brlens(tree), self.topology(tree.n_tips), self.parameters(values))
 
     def brlens(self, tree) -> float:
-        edges = np.flatnonzero(tree.parent >= 0)
-        return brlens_log_prior(self.brlenspr, tree.brlen[edges], edges < tree.n_tips)
+        """The branch-length term (its shape-dependent parts kept for trees with the same root)."""
+        shape = self.__dict__.get("_brlens")
+        if shape is None or not shape.fits(tree):
+            shape = self.__dict__["_brlens"] = BrlensPrior(self.brlenspr, tree.parent, tree.n_tips)
+        return shape(tree.brlen)
 
     def topology(self, n_tips: int) -> float:
         """The topology term, computed once per tip count (it is a constant of the analysis)."""

@@ -58,8 +58,8 @@ class NullBackend:
 class NullParsimony:
     """ParsSPR's GPU parsimony without the GPU: the tree program is built, every candidate costs 0."""
 
-    def missed_weights(self, planes, adj, anchor, s, xs, ys, w, n_tips):
-        tree_program(adj, anchor, s, n_tips, xs, ys)
+    def missed_weights(self, planes, adj, anchor, s, xs, ys, w, n_tips, rooted=None):
+        tree_program(adj, anchor, s, n_tips, xs, ys, rooted)
         return np.zeros(len(xs))
 
 

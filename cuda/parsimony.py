@@ -15,26 +15,33 @@ from engine.moves.parsimony import rooted_order
 BLOCK = 128
 
 
-def tree_program(adj, anchor: int, s: int, n_tips: int, xs, ys) -> np.ndarray | None:
+def tree_program(adj, anchor: int, s: int, n_tips: int, xs, ys, rooted=None) -> np.ndarray | None:
     """int32 rows: downpass (v, kid, kid) of R's and S's internal nodes, then final-pass (v, parent, kid,
-    kid) of R's in preorder, then the candidates (x, y); None when a node is not binary (numpy path)."""
-    down, up = [], []
-    order, parent = rooted_order(adj, anchor)
+    kid) of R's in preorder, then the candidates (x, y); None when a node is not binary (numpy path).
+    `rooted`: R's rooted_order(adj, anchor) when the caller has it already."""
+    order, parent = rooted if rooted is not None else rooted_order(adj, anchor)
     s_order, s_parent = rooted_order(adj, s)
-    for nodes, par in ((order, parent), (s_order, s_parent)):
-        for v in reversed(nodes):
-            if v >= n_tips:
-                kids = [w for w in adj[v] if par.get(w) == v]
-                if len(kids) != 2:
-                    return None
-                down.append((v, kids[0], kids[1]))
-    for v in order[1:]:
+    down, up = [], []
+    kids_of = {}
+    for v in order:                       # R's internal nodes: every neighbour but the parent is a child
         if v >= n_tips:
-            kids = [w for w in adj[v] if parent.get(w) == v]
-            up.append((v, parent[v], kids[0], kids[1]))
-    flat = [x for row in down for x in row] + [x for row in up for x in row]
-    flat += [z for pair in zip(xs, ys) for z in pair]
-    return np.array([len(down), len(up), len(xs)] + flat, dtype=np.int32)
+            p = parent[v]
+            kids = [w for w in adj[v] if w != p]
+            if len(kids) != 2:
+                return None
+            kids_of[v] = kids
+            up += (v, p, kids[0], kids[1])
+    for v in reversed(order):
+        if v >= n_tips:
+            down += (v, *kids_of[v])
+    for v in reversed(s_order):
+        if v >= n_tips:
+            kids = [w for w in adj[v] if w != s_parent[v]]
+            if len(kids) != 2:
+                return None
+            down += (v, kids[0], kids[1])
+    cand = [z for pair in zip(xs, ys) for z in pair]
+    return np.array([len(down) // 3, len(up) // 4, len(xs)] + down + up + cand, dtype=np.int32)
 
 
 class _PatternSet:
@@ -87,12 +94,12 @@ class GpuParsimony:
         return fn
 
     def missed_weights(self, planes: np.ndarray, adj, anchor: int, s: int, xs, ys, w: np.ndarray,
-                       n_tips: int) -> np.ndarray | None:
+                       n_tips: int, rooted=None) -> np.ndarray | None:
         """float64 [len(xs)]: per candidate (xs[j], ys[j]) the total integer weight `w` of the patterns where
         neither final set meets S's set (as bitplanes.missed_weights); None: use the numpy path."""
         import pycuda.driver as drv
 
-        prog = tree_program(adj, anchor, s, n_tips, xs, ys)
+        prog = tree_program(adj, anchor, s, n_tips, xs, ys, rooted)
         top = int(w.max()) if w.size else 0
         if prog is None or top >= 2 ** 32 or planes.shape[1] > 32:
             return None

@@ -49,8 +49,9 @@ class ParsSPR(Move):
         return {"warp": 0.1, "r": 0.05, "v_t": 0.03, "lambda": 0.098}
 
     def _costs(self, adj: Adjacency, s: int, candidates: list[tuple[int, int]], ctx: MoveContext,
-               rng: np.random.Generator) -> np.ndarray:
-        """Cost of each candidate branch (x, y) of R for regrafting S (rooted at s)."""
+               rng: np.random.Generator, rooted) -> np.ndarray:
+        """Cost of each candidate branch (x, y) of R for regrafting S (rooted at s); `rooted`: R's
+        rooted_order from the anchor."""
         n = ctx.n_tips
         xs, ys = [x for x, _ in candidates], [y for _, y in candidates]
         cost = np.zeros(len(candidates))
@@ -66,19 +67,19 @@ class ParsSPR(Move):
                 w = noise.draw(rng)
                 w_int = bitplanes.integer_weights(w) if bitplanes.AVAILABLE else None
             if w_int is not None:                 # 64 patterns per word; the same integer costs
-                missed = (ctx.parsimony.missed_weights(planes, adj, ctx.anchor, s, xs, ys, w_int, n)
+                missed = (ctx.parsimony.missed_weights(planes, adj, ctx.anchor, s, xs, ys, w_int, n, rooted=rooted)
                           if ctx.parsimony is not None else None)
                 if missed is not None:            # the same integers, computed on the GPU
                     cost += factor * missed
                     continue
-                final = final_sets(adj, ctx.anchor, planes, n, PlaneOps)
+                final = final_sets(adj, ctx.anchor, planes, n, PlaneOps, rooted)
                 s_set = downpass(adj, s, planes, n, ops=PlaneOps)[s]
                 cost += factor * bitplanes.missed_weights(final, s_set, w_int, xs, ys)
                 continue
             masks = np.asarray(masks, dtype=np.uint32)
             if masks.size and int(masks.max()) < 256:
                 masks = masks.astype(np.uint8)    # the same bits in a quarter of the memory traffic
-            final = final_sets(adj, ctx.anchor, masks, n)
+            final = final_sets(adj, ctx.anchor, masks, n, rooted=rooted)
             s_set = downpass(adj, s, masks, n)[s]
             cost += factor * missed_weights(final, s_set, w, xs, ys)
         return cost
@@ -103,11 +104,11 @@ class ParsSPR(Move):
             return aborted(tree)
         la, lb = unlink(adj, u, a), unlink(adj, u, b)
         link(adj, a, b, 0.0)                      # R's joined branch; length set below
-        order, parent = rooted_order(adj, ctx.anchor)
+        rooted = order, parent = rooted_order(adj, ctx.anchor)
         candidates = [(parent[y], y) for y in order[1:]]
         joined = next(j for j, (x, y) in enumerate(candidates) if {x, y} == {a, b})
         ls = unlink(adj, u, s)                    # S alone, for its downpass set
-        cost = self._costs(adj, s, candidates, ctx, rng) if ctx.pattern_masks else np.zeros(len(candidates))
+        cost = self._costs(adj, s, candidates, ctx, rng, rooted) if ctx.pattern_masks else np.zeros(len(candidates))
         link(adj, u, s, ls)
         logw = cost.min() - cost
         forth = np.exp(logw)

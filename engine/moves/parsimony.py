@@ -65,9 +65,11 @@ def downpass(adj: Adjacency, root: int, masks: np.ndarray, n_tips: int,
     return sets
 
 
-def final_sets(adj: Adjacency, anchor: int, masks: np.ndarray, n_tips: int, ops=MaskOps) -> dict[int, np.ndarray]:
-    """Fitch final sets of the tree component containing tip `anchor`, rooted at that tip."""
-    order, parent = rooted_order(adj, anchor)
+def final_sets(adj: Adjacency, anchor: int, masks: np.ndarray, n_tips: int, ops=MaskOps,
+               rooted=None) -> dict[int, np.ndarray]:
+    """Fitch final sets of the tree component containing tip `anchor`, rooted at that tip (`rooted`: its
+    rooted_order when the caller has it)."""
+    order, parent = rooted if rooted is not None else rooted_order(adj, anchor)
     down = downpass(adj, anchor, masks, n_tips, order, parent, ops)
     final: dict[int, np.ndarray] = {anchor: masks[anchor]}
     for v in order[1:]:

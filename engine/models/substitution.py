@@ -71,8 +71,11 @@ def nucleotide_exchangeabilities(spec: ModelSpec) -> np.ndarray:
     else:
         rates = np.asarray(spec.revmat, dtype=np.float64)
     s = np.zeros((4, 4))
-    s[np.triu_indices(4, k=1)] = rates
+    s[_UPPER_ROWS, _UPPER_COLS] = rates
     return s + s.T
+
+
+_UPPER_ROWS, _UPPER_COLS = (0, 0, 0, 1, 1, 2), (1, 2, 3, 2, 3, 3)   # np.triu_indices(4, k=1): AC AG AT CG CT GT
 
 
 def _frequencies(spec: ModelSpec, n: int, default: np.ndarray | None = None) -> np.ndarray:
@@ -142,6 +145,15 @@ class SubstitutionModel:
         """P(rate_c * t) for every edge and category: shape (n_edges, n_categories, S, S)."""
         t = np.asarray(edge_lengths, dtype=np.float64)[:, None] * self.category_rates[None, :]
         return self.eigen.transition_matrices(t)
+
+    def with_rates(self, spec: ModelSpec) -> "SubstitutionModel":
+        """The model of `spec`, which differs from this model's spec at most in its rate variation
+        (rates, alpha, ngammacat, pinvar): frequencies, Q and the eigensystem are this model's."""
+        spec.validate()
+        rates, weights, pinvar = category_rates_and_weights(spec)
+        model = SubstitutionModel(spec, self.frequencies, self.q, rates, weights, pinvar)
+        model.__dict__["eigen"] = self.eigen          # cached_property's own slot (frozen dataclass)
+        return model
 
     def with_states(self, n_states: int) -> "SubstitutionModel":
         """The same rate model for standard data with another number of states (Mkv dummy patterns)."""

@@ -40,19 +40,26 @@ def rate_multiplier(params, values, division: int, fixed: float) -> float:
 
 
 class ModelCache:
-    """Builds a SubstitutionModel once per distinct spec (keyed by its parameter values)."""
+    """Builds a SubstitutionModel once per distinct spec (keyed by its parameter values). Specs that
+    differ only in rate variation (a shape or pinvar proposal) share one Q and its eigensystem."""
 
     def __init__(self, limit: int = 256):
         self._cache: dict = {}
+        self._by_q: dict = {}
         self.limit = limit
 
     def get(self, spec):
         freqs = None if spec.statefreqs is None else tuple(np.asarray(spec.statefreqs).tolist())
-        key = (spec.datatype, spec.n_states, spec.nst, tuple(spec.revmat), spec.kappa, freqs, spec.aamodel,
-               spec.rates, spec.alpha, spec.ngammacat, spec.pinvar, spec.coding)
+        aarevmat = None if spec.aarevmat is None else tuple(np.asarray(spec.aarevmat).tolist())
+        q_key = (spec.datatype, spec.n_states, spec.nst, tuple(spec.revmat), spec.kappa, freqs, spec.aamodel,
+                 aarevmat, spec.coding)
+        key = q_key + (spec.rates, spec.alpha, spec.ngammacat, spec.pinvar)
         model = self._cache.get(key)
         if model is None:
             if len(self._cache) >= self.limit:
                 self._cache.clear()
-            model = self._cache[key] = build_model(spec)
+                self._by_q.clear()
+            same_q = self._by_q.get(q_key)
+            model = self._cache[key] = build_model(spec) if same_q is None else same_q.with_rates(spec)
+            self._by_q.setdefault(q_key, model)
         return model

@@ -70,13 +70,13 @@ class _Topology:
         self.root = self.parent.index(-1)
         assert self.kids[self.root][2] >= 0, "chains keep unrooted trees with a trifurcating root"
         self._n_tips = tree.n_tips
-        self._full = None
+        self._full = self._depth = None
 
     def moved_to(self, tree: Tree, moved: list) -> "_Topology":
         """The topology of `tree`, whose nodes `moved` (and only those) have other parents than here: the
         children of their old and new parents are rebuilt, every other row is shared."""
         new = _Topology.__new__(_Topology)
-        new.key, new._n_tips, new._full = tree.parent.tobytes(), self._n_tips, None
+        new.key, new._n_tips, new._full, new._depth = tree.parent.tobytes(), self._n_tips, None, None
         new.parent = parent = tree.parent.tolist()
         new.kids = kids = self.kids[:]
         for p in {self.parent[v] for v in moved} | {parent[v] for v in moved}:
@@ -89,13 +89,33 @@ class _Topology:
         assert kids[new.root][2] >= 0, "chains keep unrooted trees with a trifurcating root"
         return new
 
+    def depths(self) -> list:
+        """Every node's depth (root 0), computed once per topology."""
+        if self._depth is None:
+            self._depth = _depths(self.parent, self.root).tolist()
+        return self._depth
+
     def full(self) -> tuple[list, list]:
         """(internal nodes deepest first, their depths)."""
         if self._full is None:
-            depth = _depths(self.parent, self.root).tolist()
+            depth = self.depths()
             order = sorted(range(self._n_tips, len(self.parent)), key=lambda v: -depth[v])   # stable
             self._full = (order, [depth[v] for v in order])
         return self._full
+
+    def closure(self, seeds: list) -> tuple[list, list]:
+        """(internal nodes on the paths from `seeds` to the root deepest first, their depths): the order
+        of ancestor_closure's nodes stably sorted by depth (a tie is two seeds' paths, in seed order)."""
+        par, depth = self.parent, self.depths()
+        seen, nodes = set(), []
+        for v in seeds:
+            while v >= 0 and v not in seen:
+                seen.add(v)
+                nodes.append(v)
+                v = par[v]
+        if len(seeds) > 1:
+            nodes.sort(key=lambda v: -depth[v])
+        return nodes, [depth[v] for v in nodes]
 
 
 def _depths(parent: list, root: int) -> np.ndarray:
@@ -210,7 +230,10 @@ class LanePartition:
             old_par = self._topo.parent
             seeds.update(par[v] for v in moved)
             seeds.update(old_par[v] for v in moved)
-        nodes, depths = ancestor_closure(par, [v for v in seeds if v >= self.n_tips], self.n_tips)
+        seeds = [v for v in seeds if v >= self.n_tips]
+        if not moved:                       # the topology (and its depths) is reused by every such move
+            return (topo, mat_dirty, *topo.closure(seeds))
+        nodes, depths = ancestor_closure(par, seeds, self.n_tips)
         order = sorted(range(len(nodes)), key=lambda i: -depths[i])      # deepest first, stable
         return topo, mat_dirty, [nodes[i] for i in order], [depths[i] for i in order]
 

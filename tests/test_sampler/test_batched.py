@@ -194,3 +194,67 @@ def test_parsimony_fast_paths_equal_the_direct_formulas():
     for w in (rng.integers(0, 9, 300).astype(float), rng.random(300) * 5):
         direct = [float(w[((final[x] | final[y]) & s_set) == 0].sum()) for x, y in zip(xs, ys)]
         assert parsimony.missed_weights(final, s_set, w, xs, ys).tolist() == direct
+
+
+def _moved_trees(n_tips, seed, steps):
+    """Successive trees of ExtSPR proposals (topologies change, node ids and root stay)."""
+    from engine.moves.base import MoveContext
+    from engine.moves.spr import ExtSPR
+
+    rng = np.random.default_rng(seed)
+    tree, move, ctx = random_tree(n_tips, rng), ExtSPR(), MoveContext(n_tips=n_tips)
+    trees = [tree]
+    for _ in range(steps):
+        prop = move.propose(trees[-1], rng, ctx)
+        if not prop.aborted:
+            trees.append(prop.tree)
+    return trees
+
+
+def test_topology_derived_from_the_previous_one_equals_a_fresh_one():
+    from engine.sampler.batch_step import _Topology
+
+    for n in (4, 6, 25):
+        trees = _moved_trees(n, n, 60)
+        topo = _Topology(trees[0])
+        for tree in trees[1:]:
+            moved = np.flatnonzero(tree.parent != trees[0].parent).tolist()
+            derived, fresh = _Topology(trees[0]).moved_to(tree, moved), _Topology(tree)
+            assert derived.kids == fresh.kids and derived.root == fresh.root and derived.key == fresh.key
+            step = np.flatnonzero(tree.parent != np.array(topo.parent)).tolist()
+            topo = topo.moved_to(tree, step) if step else topo       # a chain of derivations too
+            assert topo.kids == fresh.kids and topo.full() == fresh.full()
+
+
+def test_closure_from_cached_depths_is_ancestor_closure_sorted_deepest_first():
+    from engine.sampler.batch_step import _Topology
+
+    rng = np.random.default_rng(7)
+    for n in (4, 9, 40):
+        tree = random_tree(n, rng)
+        topo = _Topology(tree)
+        for _ in range(50):
+            seeds = [int(v) for v in rng.choice(np.arange(n, tree.n_nodes), size=int(rng.integers(1, 5)))]
+            seeds = list(dict.fromkeys(seeds))
+            nodes, depths = ancestor_closure(topo.parent, seeds, n)
+            order = sorted(range(len(nodes)), key=lambda i: -depths[i])
+            assert topo.closure(seeds) == ([nodes[i] for i in order], [depths[i] for i in order])
+
+
+def test_level_ops_is_a_stable_sort_by_level():
+    from engine.likelihood.batched import LaneJob, level_ops
+
+    rng = np.random.default_rng(3)
+    jobs, rows, levels = [], [], []
+    for lane in range(4):
+        n = int(rng.integers(0, 9))
+        lv = sorted(rng.integers(0, 5, n).tolist())
+        ops = rng.integers(0, 1000, (n, 7))
+        jobs.append(LaneJob(lane, None, None, [], [], ops.ravel().tolist(), lv, [], 0, ()))
+        rows.append(ops)
+        levels += lv
+    ops, counts = level_ops(jobs)
+    want = np.concatenate(rows)[np.argsort(np.array(levels, dtype=np.int64), kind="stable")]
+    assert np.array_equal(ops, want) and counts == [c for c in np.bincount(levels).tolist() if c]
+    empty, none = level_ops([LaneJob(0, None, None, [], [], [], [], [], 0, ())])
+    assert empty.shape == (0, 7) and none == []

@@ -1,0 +1,94 @@
+"""engine.moves.graph: to_tree re-directs only what link/unlink recorded, and must give the tree that a
+walk over the whole rewired adjacency gives (the one tree directed away from the old root)."""
+import numpy as np
+import pytest
+
+from engine.moves import graph
+from engine.moves.base import MoveContext
+from engine.moves.nni import NNI
+from engine.moves.pars_spr import ParsSPR
+from engine.moves.spr import ExtSPR
+from engine.moves.tbr import ExtTBR
+from engine.tree import random_tree
+from tests.test_moves.test_invariance import random_data
+
+
+def _full(template, adj):
+    return graph._to_tree_full(template, [dict(d) for d in adj])
+
+
+def _random_spr(adj, tree, rng):
+    """Prune a random non-root attachment node with its subtree and regraft it on a random edge of the rest."""
+    n = tree.n_tips
+    while True:
+        s = int(rng.integers(0, tree.n_nodes))
+        w = int(tree.parent[s])
+        if w < 0 or w == tree.root and rng.random() < 0.5:
+            continue
+        others = [z for z in adj[w] if z != s]
+        if len(others) == 2:
+            break
+    ahead, behind = others
+    graph.prune(adj, w, s, ahead, behind)
+    side = {s, w}
+    stack = [s]
+    while stack:                                   # the pruned side: everything reachable from s
+        v = stack.pop()
+        for z in adj[v]:
+            if z not in side:
+                side.add(z)
+                stack.append(z)
+    edges = [(x, y) for x in range(tree.n_nodes) for y in adj[x] if x < y and x not in side and y not in side]
+    x, y = edges[int(rng.integers(0, len(edges)))]
+    graph.regraft(adj, w, x, y, float(rng.exponential(0.1)))
+    return n
+
+
+@pytest.mark.parametrize("n_tips", [4, 5, 12, 40])
+def test_recorded_to_tree_equals_the_full_walk(n_tips):
+    rng = np.random.default_rng(n_tips)
+    for _ in range(200):
+        tree = random_tree(n_tips, rng)
+        adj = graph.undirected(tree)
+        for _ in range(int(rng.integers(1, 4))):
+            _random_spr(adj, tree, rng)
+        if rng.random() < 0.3:                     # a length change alone is recorded too
+            v = int(rng.integers(0, tree.n_nodes))
+            if v != tree.root:
+                graph.link(adj, v, int(tree.parent[v]), 0.5)
+        got, want = graph.to_tree(tree, adj), _full(tree, adj)
+        assert np.array_equal(got.parent, want.parent) and np.array_equal(got.brlen, want.brlen)
+
+
+def test_untouched_adjacency_gives_the_same_tree_and_a_plain_list_takes_the_full_walk():
+    tree = random_tree(9, np.random.default_rng(1))
+    adj = graph.undirected(tree)
+    same = graph.to_tree(tree, adj)
+    assert np.array_equal(same.parent, tree.parent) and np.array_equal(same.brlen, tree.brlen)
+    plain = [dict(d) for d in adj]
+    assert not hasattr(plain, "touched")
+    assert np.array_equal(graph.to_tree(tree, plain).parent, tree.parent)
+
+
+@pytest.mark.parametrize("move", [NNI(), ExtSPR(), ExtTBR(), ParsSPR()], ids=lambda m: m.name)
+def test_moves_give_the_full_walks_tree(move, monkeypatch):
+    """Each rewiring move's result equals what the whole-tree walk makes of the same adjacency."""
+    calls = []
+    recorded = graph.to_tree
+
+    def both(template, adj):
+        got, want = recorded(template, adj), _full(template, adj)
+        assert np.array_equal(got.parent, want.parent) and np.array_equal(got.brlen, want.brlen)
+        calls.append(1)
+        return got
+
+    for mod in ("nni", "spr", "tbr", "pars_spr"):
+        monkeypatch.setattr("engine.moves.%s.to_tree" % mod, both)
+    rng = np.random.default_rng(4)
+    ctx = MoveContext(n_tips=14, **random_data(3, 14, 30))
+    tree = random_tree(14, rng)
+    for _ in range(150):
+        prop = move.propose(tree, rng, ctx)
+        if not prop.aborted:
+            tree = prop.tree
+    assert len(calls) > 100

@@ -125,17 +125,19 @@ class ParsSPR(Move):
         back[c] = 0.0
         log_h = (logw[joined] - _log_sum(back, logw, c)) - (logw[c] - math.log(forth.sum()))
         x, y = candidates[c]
-        log_h += self._rewire(adj, u, a, b, la, lb, x, y, rng, brlen_bounds(ctx.brlens_prior))
+        log_h += self._rewire(adj, parent, u, a, b, la, lb, x, y, rng, brlen_bounds(ctx.brlens_prior))
         prop = make_proposal(tree, to_tree(tree, adj), log_h)
         prop.detail = {"subtree": s, "attach": u}
         return prop
 
-    def _rewire(self, adj: Adjacency, u: int, a: int, b: int, la: float, lb: float, x: int, y: int,
+    def _rewire(self, adj: Adjacency, parent: dict, u: int, a: int, b: int, la: float, lb: float, x: int, y: int,
                 rng: np.random.Generator, bounds: tuple[float, float]) -> float:
-        """Regraft u into R's branch x-y with the near/far length bookkeeping and three multipliers."""
-        near_a = _side_contains(adj, a, b, x)      # is the target on a's side of the joined branch?
+        """Regraft u into R's branch x-y (y a child of x in R rooted at the anchor: `parent`) with the
+        near/far length bookkeeping and three multipliers."""
+        # is the target on a's side of the joined branch a-b? (the side away from the anchor is a subtree)
+        near_a = not _below(parent, x, b) if parent[b] == a else _below(parent, x, a)
         near, far, l_near, l_far = (a, b, la, lb) if near_a else (b, a, lb, la)
-        if _distance(adj, near, far, y) < _distance(adj, near, far, x):
+        if _below(parent, near, y):
             x, y = y, x                               # x is the end of the target nearer to the joined branch
         lam = self.tuning["lambda"]
         log_h = 0.0
@@ -152,6 +154,13 @@ class ParsSPR(Move):
         return log_h
 
 
+def _below(parent: dict, z: int, v: int) -> bool:
+    """Whether z is v or lies under v in the rooted order `parent` (root: -1)."""
+    while z != v and z >= 0:
+        z = parent[z]
+    return z == v
+
+
 def _log_sum(weights: np.ndarray, logw: np.ndarray, skip: int) -> float:
     """log of weights.sum() (= sum of exp(logw) without `skip`), also when every term underflowed or one
     overflowed (then the log-sum-exp of logw)."""
@@ -161,30 +170,3 @@ def _log_sum(weights: np.ndarray, logw: np.ndarray, skip: int) -> float:
     rest = np.delete(logw, skip)
     top = rest.max()
     return float(top + math.log(np.exp(rest - top).sum()))
-
-
-def _side_contains(adj: Adjacency, start: int, blocked: int, target: int) -> bool:
-    """Whether `target` is reachable from `start` without crossing to `blocked`."""
-    seen, stack = {start, blocked}, [start]
-    while stack:
-        v = stack.pop()
-        if v == target:
-            return True
-        for w in adj[v]:
-            if w not in seen:
-                seen.add(w)
-                stack.append(w)
-    return False
-
-
-def _distance(adj: Adjacency, start: int, blocked: int, target: int) -> int:
-    """Edges from `start` to `target` not crossing to `blocked` (target on start's side)."""
-    dist, frontier = {start: 0, blocked: -1}, [start]
-    for v in frontier:
-        if v == target:
-            return dist[v]
-        for w in adj[v]:
-            if w not in dist:
-                dist[w] = dist[v] + 1
-                frontier.append(w)
-    raise AssertionError("target not on this side")

@@ -44,19 +44,22 @@ def kids_table(parent) -> list[list[int]]:
     return kids
 
 
-def ancestor_closure(parent, seeds, n_tips: int) -> tuple[list[int], list[int]]:
-    """Internal nodes on the paths from `seeds` to the root, and their depths (root 0)."""
+def deepest_first(parent, seeds) -> tuple[list[int], list[int]]:
+    """The nodes on the paths from `seeds` to the root, deepest first, and their depths (root 0); nodes
+    of one depth come in the order of the first seeds whose paths reach them."""
     depth: dict[int, int] = {}
+    nodes: list[int] = []
     for s in seeds:
-        path, v = [], s
+        start, v = len(nodes), s
         while v >= 0 and v not in depth:
-            path.append(v)
+            nodes.append(v)
             v = parent[v]
-        d = depth[v] if v >= 0 else -1
-        for u in reversed(path):
-            d += 1
+        d = (depth[v] if v >= 0 else -1) + len(nodes) - start
+        for u in nodes[start:]:           # this path bottom-up: depths d, d - 1, ...
             depth[u] = d
-    nodes = [v for v in depth if v >= n_tips]
+            d -= 1
+    if len(seeds) > 1:
+        nodes.sort(key=depth.__getitem__, reverse=True)      # stable: ties keep the seeds' order
     return nodes, [depth[v] for v in nodes]
 
 
@@ -70,13 +73,13 @@ class _Topology:
         self.root = self.parent.index(-1)
         assert self.kids[self.root][2] >= 0, "chains keep unrooted trees with a trifurcating root"
         self._n_tips = tree.n_tips
-        self._full = self._depth = None
+        self._full = None
 
     def moved_to(self, tree: Tree, moved: list) -> "_Topology":
         """The topology of `tree`, whose nodes `moved` (and only those) have other parents than here: the
         children of their old and new parents are rebuilt, every other row is shared."""
         new = _Topology.__new__(_Topology)
-        new.key, new._n_tips, new._full, new._depth = tree.parent.tobytes(), self._n_tips, None, None
+        new.key, new._n_tips, new._full = tree.parent.tobytes(), self._n_tips, None
         new.parent = parent = tree.parent.tolist()
         new.kids = kids = self.kids[:]
         for p in {self.parent[v] for v in moved} | {parent[v] for v in moved}:
@@ -89,33 +92,13 @@ class _Topology:
         assert kids[new.root][2] >= 0, "chains keep unrooted trees with a trifurcating root"
         return new
 
-    def depths(self) -> list:
-        """Every node's depth (root 0), computed once per topology."""
-        if self._depth is None:
-            self._depth = _depths(self.parent, self.root).tolist()
-        return self._depth
-
     def full(self) -> tuple[list, list]:
         """(internal nodes deepest first, their depths)."""
         if self._full is None:
-            depth = self.depths()
+            depth = _depths(self.parent, self.root).tolist()
             order = sorted(range(self._n_tips, len(self.parent)), key=lambda v: -depth[v])   # stable
             self._full = (order, [depth[v] for v in order])
         return self._full
-
-    def closure(self, seeds: list) -> tuple[list, list]:
-        """(internal nodes on the paths from `seeds` to the root deepest first, their depths): the order
-        of ancestor_closure's nodes stably sorted by depth (a tie is two seeds' paths, in seed order)."""
-        par, depth = self.parent, self.depths()
-        seen, nodes = set(), []
-        for v in seeds:
-            while v >= 0 and v not in seen:
-                seen.add(v)
-                nodes.append(v)
-                v = par[v]
-        if len(seeds) > 1:
-            nodes.sort(key=lambda v: -depth[v])
-        return nodes, [depth[v] for v in nodes]
 
 
 def _depths(parent: list, root: int) -> np.ndarray:
@@ -230,12 +213,7 @@ class LanePartition:
             old_par = self._topo.parent
             seeds.update(par[v] for v in moved)
             seeds.update(old_par[v] for v in moved)
-        seeds = [v for v in seeds if v >= self.n_tips]
-        if not moved:                       # the topology (and its depths) is reused by every such move
-            return (topo, mat_dirty, *topo.closure(seeds))
-        nodes, depths = ancestor_closure(par, seeds, self.n_tips)
-        order = sorted(range(len(nodes)), key=lambda i: -depths[i])      # deepest first, stable
-        return topo, mat_dirty, [nodes[i] for i in order], [depths[i] for i in order]
+        return (topo, mat_dirty, *deepest_first(par, [v for v in seeds if v >= self.n_tips]))
 
     def _job(self, tree: Tree, topo: _Topology, mat_dirty: list, nodes: list, depths: list):
         m, mult = self.model, self.mult
@@ -313,12 +291,15 @@ def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
     """One generation of every chain: propose, evaluate, decide (each chain's draws in the usual order).
 
     The chains propose in `groups` groups; each group's likelihood work is launched as soon as it is
-    queued, so the device computes one group while the host proposes the next. Then every chain
-    decides at its heat. groups=1: one flush for all chains.
+    queued, so the device computes one group while the host proposes the next. Then each group, in
+    launch order, gets its log priors, its likelihoods and its decisions, so the host decides for one
+    group while the device still computes the later ones. groups=1: one flush for all chains.
+    A chain's draws come only from its own stream, so the order across chains changes no result.
     """
     from engine.sampler.swaps import heat
 
     chains = [c for run in runs for c in run]
+    heats = [heat(rank[pos], opts.temp) for run, rank in zip(runs, ranks) for pos in range(len(run))]
     k = max(1, min(groups or pipeline_groups(), len(chains)))
     bounds = [len(chains) * g // k for g in range(k + 1)]
     pending, tickets = [], []
@@ -326,13 +307,12 @@ def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
         part = chains[bounds[g]:bounds[g + 1]]
         pending += [c.begin_step() for c in part]
         tickets.append(launch_chains(part, str(g)))
-    pending = [c.prepare_step(p) for c, p in zip(chains, pending)]   # host work while the device runs
-    for t in tickets:
-        collect_chains(t)
-    pending = iter(pending)
-    for run, rank in zip(runs, ranks):
-        for pos, chain in enumerate(run):
-            chain.end_step(next(pending), heat(rank[pos], opts.temp), opts.tunefreq, opts.autotune)
+    for g in range(k):
+        span = range(bounds[g], bounds[g + 1])
+        ready = [chains[i].prepare_step(pending[i]) for i in span]     # host work while the device runs
+        collect_chains(tickets[g])
+        for i, p in zip(span, ready):
+            chains[i].end_step(p, heats[i], opts.tunefreq, opts.autotune)
 
 
 class PartFactory:

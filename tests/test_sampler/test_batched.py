@@ -10,7 +10,7 @@ from engine.cuda.batch import ChainSlots
 from engine.interpreter import Interpreter
 from engine.likelihood.batched import LaneLayout
 from engine.likelihood.numpy_backend import NumpyBackend
-from engine.sampler.batch_step import ancestor_closure, kids_table, pipeline_groups, sampler_mode
+from engine.sampler.batch_step import kids_table, pipeline_groups, sampler_mode
 from engine.errors import CommandError
 from engine.tree import random_tree
 from tests.conftest import SHARED
@@ -117,22 +117,6 @@ def test_kids_table_matches_children():
             assert table[v] == kids + [-1] * (3 - len(kids))
 
 
-def test_ancestor_closure_is_the_paths_to_the_root():
-    rng = np.random.default_rng(2)
-    tree = random_tree(20, rng)
-    seeds = [int(tree.parent[3]), int(tree.parent[11])]
-    nodes, depths = ancestor_closure(tree.parent.tolist(), seeds, tree.n_tips)
-    expect = {}
-    for s in seeds:
-        path, v = [], s
-        while v >= 0:
-            path.append(v)
-            v = int(tree.parent[v])
-        for d, u in enumerate(reversed(path)):
-            expect[u] = d
-    assert dict(zip(nodes, depths)) == expect
-
-
 def test_lane_layout_matches_chain_slots():
     cs, lay = ChainSlots(7, 3), LaneLayout(7, 3)
     assert cs.instance_spec(10, 4, 4) == lay.instance_spec(10, 4, 4)
@@ -226,19 +210,28 @@ def test_topology_derived_from_the_previous_one_equals_a_fresh_one():
             assert topo.kids == fresh.kids and topo.full() == fresh.full()
 
 
-def test_closure_from_cached_depths_is_ancestor_closure_sorted_deepest_first():
-    from engine.sampler.batch_step import _Topology
+def test_deepest_first_is_the_paths_to_the_root_by_depth():
+    """Every ancestor of a seed once, ordered by depth (deepest first), a tie by the first seed reaching it."""
+    from engine.sampler.batch_step import deepest_first
 
     rng = np.random.default_rng(7)
     for n in (4, 9, 40):
         tree = random_tree(n, rng)
-        topo = _Topology(tree)
+        parent = tree.parent.tolist()
         for _ in range(50):
             seeds = [int(v) for v in rng.choice(np.arange(n, tree.n_nodes), size=int(rng.integers(1, 5)))]
             seeds = list(dict.fromkeys(seeds))
-            nodes, depths = ancestor_closure(topo.parent, seeds, n)
-            order = sorted(range(len(nodes)), key=lambda i: -depths[i])
-            assert topo.closure(seeds) == ([nodes[i] for i in order], [depths[i] for i in order])
+            first, depth = {}, {}
+            for i, s in enumerate(seeds):
+                path = [s]
+                while parent[path[-1]] >= 0:
+                    path.append(parent[path[-1]])
+                for d, u in enumerate(reversed(path)):
+                    first.setdefault(u, i)
+                    depth[u] = d
+            want = sorted(depth, key=lambda u: (-depth[u], first[u]))
+            assert deepest_first(parent, seeds) == (want, [depth[u] for u in want])
+    assert deepest_first(parent, []) == ([], [])
 
 
 def test_level_ops_is_a_stable_sort_by_level():

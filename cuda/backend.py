@@ -18,6 +18,7 @@ import numpy as np
 from engine.errors import DeviceError
 from engine.likelihood.protocol import NONE, InstanceSpec
 
+from .async_io import HostStaging, async_flush_enabled
 from .batch import pack_flush, root_job_arrays, schedule_levels, scale_job_arrays
 from .memory_plan import check_fits, plan_instance, real_bytes
 
@@ -75,6 +76,7 @@ class CudaBackend:
         self._compat_ready = False
         self._schedule_cache: dict = {}
         self._scratch: dict = {}
+        self.staging = HostStaging() if async_flush_enabled() else None   # MBGPU_ASYNC_FLUSH=1
         self.blocks_per_sm = 16            # pattern tiles are spread over about this many blocks per SM
         with self.dev:
             self._load_kernels()
@@ -326,7 +328,12 @@ class CudaBackend:
         with self.dev:
             self._sync_tips()
             compat = self._invariant_site_table() if np.any(params[:, -2] > 0.0) else 0
-            base = self._upload("batch" + tag, blob)
+            if self.staging is not None:              # the previous flush of this tag is done with its buffers
+                self.staging.wait(tag)
+                base = int(self._work("batch" + tag, blob.nbytes))
+                self.staging.upload("batch" + tag, base, blob)
+            else:
+                base = self._upload("batch" + tag, blob)
             at = np.cumsum([0] + sizes) * 8 + base            # byte addresses of the int sections
             real0 = base + 8 * n_int
             if n_mat:
@@ -349,16 +356,26 @@ class CudaBackend:
                                             self.spec.n_tips, self.d_partials, self._tip_partials_ptr(),
                                             self.d_tip_states, self.d_tip_index, self.d_matrices, self.d_scale,
                                             compat, self.d_weights, 0, d_sums, shared_size=self.mat_shared)
+            if self.staging is not None:              # the sums come back right behind this flush's root kernel
+                out = self.staging.download("sums" + tag, d_sums, 16 * gx * len(root_calls))
+                self.staging.record(tag)
+                return (d_sums, len(root_calls), gx, (tag, out))
         return (d_sums, len(root_calls), gx)
 
     def batch_fetch(self, handle) -> list[float]:
-        """The root log likelihoods of a batch_launch (waits for its launches: one small copy)."""
+        """The root log likelihoods of a batch_launch (waits for its launches: one small copy; with
+        MBGPU_ASYNC_FLUSH=1 for this flush's event only)."""
         import pycuda.driver as drv
 
-        d_sums, n_calls, gx = handle
-        sums = np.empty((n_calls, gx, 2))
+        d_sums, n_calls, gx = handle[:3]
         with self.dev:
-            drv.memcpy_dtoh(sums, d_sums)
+            if len(handle) > 3:
+                tag, out = handle[3]
+                self.staging.wait(tag)
+                sums = out.view(np.float64).reshape(n_calls, gx, 2)
+            else:
+                sums = np.empty((n_calls, gx, 2))
+                drv.memcpy_dtoh(sums, d_sums)
         return [compensated_total(row) for row in sums]
 
     # ------------------------------------------------------------------ scaling

@@ -69,12 +69,18 @@ def segment(n_states: int) -> int:
 
 
 class GpuParsimony:
-    """ParsSPR's costs on one device (an engine.cuda.context.Device)."""
+    """ParsSPR's costs on one device (an engine.cuda.context.Device). With MBGPU_ASYNC_FLUSH=1 each call
+    runs on a stream of its own that does not wait for the likelihood flushes queued on the default
+    stream (CU_STREAM_NON_BLOCKING), through page-locked buffers."""
 
     def __init__(self, device):
+        from .async_io import HostStaging, async_flush_enabled
+
         self.device = device
         self._fns: dict[int, object] = {}
         self._sets: list[_PatternSet] = []
+        self.staging = HostStaging() if async_flush_enabled() else None
+        self._stream = None
 
     def _pattern_set(self, planes: np.ndarray, n_tips: int, n_patterns: int) -> _PatternSet:
         for ps in self._sets:
@@ -97,8 +103,6 @@ class GpuParsimony:
                        n_tips: int, rooted=None) -> np.ndarray | None:
         """float64 [len(xs)]: per candidate (xs[j], ys[j]) the total integer weight `w` of the patterns where
         neither final set meets S's set (as bitplanes.missed_weights); None: use the numpy path."""
-        import pycuda.driver as drv
-
         prog = tree_program(adj, anchor, s, n_tips, xs, ys, rooted)
         top = int(w.max()) if w.size else 0
         if prog is None or top >= 2 ** 32 or planes.shape[1] > 32:
@@ -108,16 +112,37 @@ class GpuParsimony:
         with self.device:
             ps = self._pattern_set(planes, n_tips, w.size)
             seg = segment(ps.k)
-            fn = self._kernel(seg)
-            drv.memcpy_htod(ps.inputs, np.concatenate([body.view(np.uint32), w.astype(np.uint32)]))
-            drv.memset_d8(ps.cost, 0, 8 * n_cand)
             base = int(ps.inputs)
-            cand = base + 4 * (3 * n_down + 4 * n_up)
-            weights = base + 4 * body.size
-            threads = ps.w * seg
-            fn.prepared_call(((threads + BLOCK - 1) // BLOCK, 1), (BLOCK, 1, 1), ps.tips, ps.down, ps.fin, base,
-                             n_down, n_up, cand, n_cand, s, weights, w.size, max(top.bit_length(), 1), n_tips,
-                             ps.k, ps.w, ps.cost)
-            out = np.empty(n_cand, dtype=np.uint64)
-            drv.memcpy_dtoh(out, ps.cost)
+            args = (ps.tips, ps.down, ps.fin, base, n_down, n_up, base + 4 * (3 * n_down + 4 * n_up), n_cand, s,
+                    base + 4 * body.size, w.size, max(top.bit_length(), 1), n_tips, ps.k, ps.w, ps.cost)
+            grid = ((ps.w * seg + BLOCK - 1) // BLOCK, 1)
+            inputs = np.concatenate([body.view(np.uint32), w.astype(np.uint32)])
+            run = self._run_async if self.staging is not None else self._run
+            out = run(self._kernel(seg), grid, args, ps, inputs, n_cand)
         return out.astype(np.int64).astype(np.float64)
+
+    @staticmethod
+    def _run(fn, grid, args, ps: _PatternSet, inputs: np.ndarray, n_cand: int) -> np.ndarray:
+        """Upload, launch and read back on the default stream (each copy waits for queued flushes)."""
+        import pycuda.driver as drv
+
+        drv.memcpy_htod(ps.inputs, inputs)
+        drv.memset_d8(ps.cost, 0, 8 * n_cand)
+        fn.prepared_call(grid, (BLOCK, 1, 1), *args)
+        out = np.empty(n_cand, dtype=np.uint64)
+        drv.memcpy_dtoh(out, ps.cost)
+        return out
+
+    def _run_async(self, fn, grid, args, ps: _PatternSet, inputs: np.ndarray, n_cand: int) -> np.ndarray:
+        """The same on this object's non-blocking stream, through page-locked buffers; waits for it alone."""
+        import pycuda.driver as drv
+
+        if self._stream is None:
+            self._stream = drv.Stream(flags=1)         # CU_STREAM_NON_BLOCKING
+        stream = self._stream
+        self.staging.upload("inputs", ps.inputs, inputs, stream)
+        drv.memset_d8_async(ps.cost, 0, 8 * n_cand, stream)
+        fn.prepared_async_call(grid, (BLOCK, 1, 1), stream, *args)
+        out = self.staging.download("cost", ps.cost, 8 * n_cand, stream)
+        stream.synchronize()                            # the buffers are free again when this returns
+        return out.view(np.uint64).copy()

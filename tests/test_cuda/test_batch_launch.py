@@ -3,6 +3,7 @@ one uploaded blob and compared with what the per-call methods would have uploade
 import contextlib
 
 import numpy as np
+import pytest
 
 from engine.cuda.backend import CudaBackend
 from engine.cuda.batch import root_job_arrays, scale_job_arrays
@@ -35,6 +36,7 @@ def test_batch_launch_packs_every_section():
     f.dev = contextlib.nullcontext()
     f._sync_tips = lambda: None
     f._invariant_site_table = lambda: 777
+    f.staging = None                          # MBGPU_ASYNC_FLUSH=0: synchronous copies
     store = {}
     def upload(name, arr):
         store["blob"] = arr.copy()
@@ -75,3 +77,152 @@ def test_batch_launch_packs_every_section():
     assert np.array_equal(reals(a[1], params.size).reshape(params.shape), params)
     assert a[2] == 100 and a[3] == 5 and a[10] == 777 and a[12] == 0 and a[13] == ("buf", "root_sumsx", 16 * 1 * 2)
     assert h[1:] == (2, 1)
+
+
+class FakeDriver:
+    """pycuda.driver stand-in whose asynchronous copies and launches run only at a synchronisation point,
+    as on a device: a staging buffer overwritten before its copy ran would upload the wrong bytes."""
+
+    class event_flags:
+        DISABLE_TIMING = 2
+
+    def __init__(self):
+        self.pending, self.mem, self.next = [], {}, 1 << 20
+
+    def run(self):
+        ops, self.pending = self.pending, []
+        for op in ops:
+            op()
+
+    def alloc(self, n):
+        addr, self.next = self.next, self.next + (1 << 20)
+        self.mem[addr] = bytearray(max(n, 16))
+        return addr
+
+    def pagelocked_empty(self, n, dtype):
+        return np.zeros(n, dtype=dtype)
+
+    def memcpy_htod_async(self, dst, src, stream=None):
+        self.pending.append(lambda: self.mem.__setitem__(dst, bytearray(np.asarray(src).tobytes())))
+
+    def memcpy_dtoh_async(self, dst, src, stream=None):
+        self.pending.append(lambda: dst.__setitem__(slice(None), np.frombuffer(bytes(self.mem[src][:dst.nbytes]), np.uint8)))
+
+    def Event(self, flags=0):
+        driver = self
+
+        class Ev:
+            def record(self, stream=None):
+                return self
+
+            def synchronize(self):
+                driver.run()
+        return Ev()
+
+    class Context:
+        @staticmethod
+        def synchronize():
+            pass
+
+
+def test_async_flushes_keep_their_staging_until_their_event(monkeypatch):
+    """Two flushes in flight (tags 0 and 1): each uploads its own blob and reads back its own sums,
+    whatever runs later; a third flush with tag 0 waits for the first before reusing its buffers."""
+    import sys
+    import types
+
+    from engine.cuda.async_io import HostStaging
+
+    drv = FakeDriver()
+    monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(driver=drv))
+    monkeypatch.setitem(sys.modules, "pycuda.driver", drv)
+    f = Fake()
+    f.spec = InstanceSpec(5, 16, 100, 4, 4, 40, 20)
+    f.n_sm = 132; f.mat_shared = 0
+    f.dev = contextlib.nullcontext()
+    f._sync_tips = lambda: None
+    f._invariant_site_table = lambda: 0
+    f.staging = HostStaging()
+    work = {}
+    f._work = lambda name, n: work.setdefault(name, drv.alloc(n))
+    f.launch_level = lambda d_ops, start, n: None
+    f.k_matrices = f.k_scale = types.SimpleNamespace(prepared_async_call=lambda *a, **k: None)
+    uploads = []
+
+    def root_kernel(grid, block, stream, *args, **kw):
+        d_sums, n_calls = args[13], grid[1]
+        value = 100.0 * (len(uploads) + 1)
+        uploads.append(args[0])               # the blob's root-job section: read when the kernel runs
+
+        def write():
+            sums = np.zeros((n_calls, 1, 2))
+            sums[:, 0, 0] = value + np.arange(n_calls)
+            drv.mem[d_sums][:sums.nbytes] = sums.tobytes()
+        drv.pending.append(write)
+
+    f.k_root = types.SimpleNamespace(prepared_async_call=root_kernel)
+    f.d_matrices, f.d_scale, f.d_partials, f.d_tip_states, f.d_tip_index, f.d_weights = 1, 2, 3, 4, 5, 6
+    f._tip_partials_ptr = lambda: 7
+    m = build_model(ModelSpec(datatype="dna"))
+
+    def flush(tag, root, n_calls):
+        calls = [(root + j, m.frequencies, np.full(4, 0.25), 0.0, 18, 3, 11) for j in range(n_calls)]
+        return CudaBackend.batch_launch(f, [], np.zeros((0, 7), np.int64), [], [(18, True, [1, 2], 1)] * n_calls,
+                                        calls, tag)
+
+    h0, h1 = flush("0", 40, 2), flush("1", 50, 3)
+    assert not drv.mem[work["batch0"]].strip(b"\0")          # nothing has run yet: copies are queued
+    assert CudaBackend.batch_fetch(f, h1) == [200.0, 201.0, 202.0]
+    assert CudaBackend.batch_fetch(f, h0) == [100.0, 101.0]
+    blob0 = np.frombuffer(bytes(drv.mem[work["batch0"]]), np.int64)
+    assert 40 in blob0.tolist() and 41 in blob0.tolist() and 50 not in blob0.tolist()
+    h2 = flush("0", 60, 1)
+    assert CudaBackend.batch_fetch(f, h2) == [300.0]
+    assert 60 in np.frombuffer(bytes(drv.mem[work["batch0"]]), np.int64).tolist()
+
+
+def test_parsimony_async_reads_the_costs_its_own_launch_wrote(monkeypatch):
+    import sys
+    import types
+
+    from engine.cuda.async_io import HostStaging
+    from engine.cuda.parsimony import GpuParsimony
+
+    drv = FakeDriver()
+
+    class Stream:
+        def __init__(self, flags=0):
+            assert flags == 1                           # CU_STREAM_NON_BLOCKING
+
+        def synchronize(self):
+            drv.run()
+
+    drv.Stream = Stream
+    drv.memset_d8_async = lambda dest, value, n, stream=None: drv.pending.append(
+        lambda: drv.mem[dest].__setitem__(slice(0, n), bytes([value]) * n))
+    monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(driver=drv))
+    monkeypatch.setitem(sys.modules, "pycuda.driver", drv)
+    ps = types.SimpleNamespace(inputs=drv.alloc(64), cost=drv.alloc(64))
+
+    def kernel(grid, block, stream, *args):             # cost[j] += (j + 1) * sum of the uploaded words
+        def run():
+            total = int(np.frombuffer(bytes(drv.mem[ps.inputs][:12]), np.uint32).sum())
+            cost = np.frombuffer(bytes(drv.mem[ps.cost][:16]), np.uint64) + np.array([1, 2], np.uint64) * total
+            drv.mem[ps.cost][:16] = cost.tobytes()
+        drv.pending.append(run)
+
+    drv.mem[ps.cost][:16] = np.array([7, 7], np.uint64).tobytes()      # stale costs: the memset must clear them
+    gpu = GpuParsimony.__new__(GpuParsimony)
+    gpu.staging, gpu._stream = HostStaging(), None
+    fn = types.SimpleNamespace(prepared_async_call=kernel)
+    out = gpu._run_async(fn, (1, 1), (), ps, np.array([1, 2, 3], np.uint32), 2)
+    assert out.tolist() == [6, 12] and not drv.pending
+
+
+def test_async_switch_values():
+    from engine.cuda.async_io import async_flush_enabled
+    from engine.errors import CommandError
+
+    assert not async_flush_enabled({}) and async_flush_enabled({"MBGPU_ASYNC_FLUSH": "1"})
+    with pytest.raises(CommandError):
+        async_flush_enabled({"MBGPU_ASYNC_FLUSH": "yes"})

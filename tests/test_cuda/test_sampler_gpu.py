@@ -44,13 +44,15 @@ def trace_run(settings, factory, opts):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.parametrize("sampler", ["batched", "chain"])
+@pytest.mark.parametrize("sampler", ["batched", "chain", "batched-async"])
 def test_gpu_mcmc_matches_numpy(case, sampler, shared_data, tmp_path, monkeypatch):
+    """`batched-async`: MBGPU_ASYNC_FLUSH=1 (page-locked flushes, per-flush events, ParsSPR's own stream)."""
     from engine.cuda.backend import backend_factory
     from engine.likelihood.numpy_backend import NumpyBackend
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MBGPU_SAMPLER", sampler)
+    monkeypatch.setenv("MBGPU_SAMPLER", sampler.split("-")[0])
+    monkeypatch.setenv("MBGPU_ASYNC_FLUSH", "1" if sampler.endswith("async") else "0")
     data, lset, ngen = CASES[case]
     (tmp_path / "s.nex").write_text("#NEXUS\n" + SETUP.format(data=shared_data / data, lset=lset, ngen=ngen))
     interp = Interpreter(Console(io.StringIO()))

@@ -156,21 +156,38 @@ class PackedFlush:
 
 def pack_flush(matrix_groups, ops: np.ndarray, scale_jobs, root_calls, n_states: int,
                n_categories: int) -> PackedFlush:
-    """Pack a whole flush (CudaBackend.batch_launch's arguments) for ONE host-to-device copy."""
+    """Pack a whole flush (CudaBackend.batch_launch's arguments) for ONE host-to-device copy: the same
+    sections as scale_job_arrays and root_job_arrays, each built from lists in one conversion."""
+    import math
+
     idx, lengths, eig_of, eigens, rates = [], [], [], [], []
     for e, (eigen, cat_rates, indices, edges) in enumerate(matrix_groups):
         got = _ints(indices)
         idx += got
         eig_of += [e] * len(got)
         lengths += edges.ravel().tolist() if isinstance(edges, np.ndarray) else edges
-        eigens += [np.asarray(a, dtype=np.float64).ravel() for a in (eigen.values, eigen.vectors, eigen.inverse)]
+        eigens.append(eigen.packed)
         rates.append(np.asarray(cat_rates, dtype=np.float64).ravel())
+    tail, flat = [], []                        # scale table rows, then their indices, then the root jobs
+    for cumulative, reset, indices, sign in scale_jobs:
+        got = _ints(indices)
+        tail += (cumulative, 1 if reset else 0, len(flat), len(got), 1 if sign >= 0 else -1)
+        flat += got
+    n_table = len(tail)
+    tail += flat or [0]
+    params = []
+    for root, freqs, weights, pinvar, cumulative, child, child_matrix in root_calls:
+        tail += (root, cumulative, child, child_matrix if child != NONE else 0)
+        pinvar = float(pinvar)
+        params += [np.asarray(freqs, dtype=np.float64).ravel(), np.asarray(weights, dtype=np.float64).ravel(),
+                   (pinvar, math.log1p(-pinvar) if pinvar > 0.0 else 0.0)]
     ops = np.ascontiguousarray(ops, dtype=np.int64).reshape(-1, 7)
-    table, flat = scale_job_arrays(scale_jobs)
-    jobs, params = root_job_arrays(root_calls, n_states, n_categories)
-    sizes = [len(idx), len(eig_of), ops.size, table.size, flat.size, jobs.size]
-    reals = np.concatenate([np.array(lengths, dtype=np.float64)] + eigens + rates + [params.ravel()])
-    blob = np.concatenate([np.array(idx + eig_of, dtype=np.int64), ops.ravel(), table.ravel(), flat, jobs.ravel(),
+    n_flat = max(len(flat), 1)
+    sizes = [len(idx), len(eig_of), ops.size, n_table, n_flat, len(tail) - n_table - n_flat]
+    params = np.concatenate(params) if params else np.zeros(0)
+    reals = np.concatenate([np.array(lengths, dtype=np.float64)] + eigens + rates + [params])
+    blob = np.concatenate([np.array(idx + eig_of, dtype=np.int64), ops.ravel(), np.array(tail, dtype=np.int64),
                            reals.view(np.int64)])
-    params_at = len(lengths) + sum(a.size for a in eigens) + sum(a.size for a in rates)
-    return PackedFlush(blob, sizes, int(sizes[0]), params, params_at)
+    params_at = reals.size - params.size
+    return PackedFlush(blob, sizes, int(sizes[0]), params.reshape(len(root_calls), n_states + n_categories + 2),
+                       params_at)

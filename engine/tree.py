@@ -36,7 +36,11 @@ class Tree:
 
     @property
     def root(self) -> int:
-        return int(np.flatnonzero(self.parent < 0)[0])
+        """The node whose parent is -1 (remembered while it still is: a tree has exactly one)."""
+        r = self.__dict__.get("_root")
+        if r is None or r >= self.parent.size or self.parent[r] >= 0:
+            r = self._root = int(np.flatnonzero(self.parent < 0)[0])
+        return r
 
     def copy(self) -> "Tree":
         """An independent copy; it shares the topology cache, which is checked against parent on use."""

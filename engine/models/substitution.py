@@ -27,6 +27,12 @@ class EigenSystem:
     vectors: np.ndarray
     inverse: np.ndarray
 
+    @cached_property
+    def packed(self) -> np.ndarray:
+        """values, vectors and inverse raveled into one float64 array (what a GPU flush uploads)."""
+        return np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in (self.values, self.vectors,
+                                                                                  self.inverse)])
+
     def transition_matrices(self, times: np.ndarray) -> np.ndarray:
         """P(t) for every t in `times` (any shape): result shape times.shape + (S, S)."""
         times = np.asarray(times, dtype=np.float64)

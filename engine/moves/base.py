@@ -27,7 +27,8 @@ class Proposal:
 
     `aborted` is True when the move could not be made (MrBayes' abortMove): the caller rejects it;
     then `tree` is the unchanged input and `log_hastings` is -inf. `touched` lists the nodes whose
-    parent or branch length changed (their transition matrices must be recomputed); see dirty_nodes().
+    parent or branch length changed (their transition matrices must be recomputed; see dirty_nodes()),
+    computed from `old` when asked for (the sampler finds them itself).
     `detail` says what the move did (e.g. {"subtree": s, "attach": u} for the SPR moves), for tests and logs.
     """
 
@@ -35,8 +36,15 @@ class Proposal:
     log_hastings: float
     log_prior_ratio_hint: float | None = None
     aborted: bool = False
-    touched: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    old: Tree | None = field(default=None, repr=False, compare=False)
     detail: dict = field(default_factory=dict)
+
+    @property
+    def touched(self) -> np.ndarray:
+        if self.old is None:
+            return np.zeros(0, np.int64)
+        old, new = self.old, self.tree
+        return np.flatnonzero((old.parent != new.parent) | (old.brlen != new.brlen)).astype(np.int64)
 
 
 @dataclass
@@ -130,9 +138,8 @@ class Move:
 
 
 def make_proposal(old: Tree, new: Tree, log_hastings: float) -> Proposal:
-    """A Proposal with `touched` = nodes whose parent or branch length differ between old and new."""
-    touched = np.flatnonzero((old.parent != new.parent) | (old.brlen != new.brlen)).astype(np.int64)
-    return Proposal(new, float(log_hastings), touched=touched)
+    """A Proposal whose `touched` are the nodes whose parent or branch length differ between old and new."""
+    return Proposal(new, float(log_hastings), old=old)
 
 
 def aborted(tree: Tree) -> Proposal:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.moves.parsimony import rooted_order
+from engine.moves.parsimony import rooted_children, rooted_order
 
 BLOCK = 128
 
@@ -18,19 +18,16 @@ BLOCK = 128
 def tree_program(adj, anchor: int, s: int, n_tips: int, xs, ys, rooted=None) -> np.ndarray | None:
     """int32 rows: downpass (v, kid, kid) of R's and S's internal nodes, then final-pass (v, parent, kid,
     kid) of R's in preorder, then the candidates (x, y); None when a node is not binary (numpy path).
-    `rooted`: R's rooted_order(adj, anchor) when the caller has it already."""
-    order, parent = rooted if rooted is not None else rooted_order(adj, anchor)
+    `rooted`: R's rooted_order(adj, anchor), or its rooted_children, when the caller has it already."""
+    order, parent, kids_of = rooted if rooted is not None and len(rooted) == 3 else rooted_children(adj, anchor)
     s_order, s_parent = rooted_order(adj, s)
     down, up = [], []
-    kids_of = {}
-    for v in order:                       # R's internal nodes: every neighbour but the parent is a child
+    for v in order:                       # R's internal nodes in preorder
         if v >= n_tips:
-            p = parent[v]
-            kids = [w for w in adj[v] if w != p]
+            kids = kids_of[v]
             if len(kids) != 2:
                 return None
-            kids_of[v] = kids
-            up += (v, p, kids[0], kids[1])
+            up += (v, parent[v], kids[0], kids[1])
     for v in reversed(order):
         if v >= n_tips:
             down += (v, *kids_of[v])

@@ -18,10 +18,10 @@ import math
 import numpy as np
 
 from engine.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
-from engine.moves.graph import Adjacency, link, path_to_root, to_tree, undirected, unlink
+from engine.moves.graph import Adjacency, link, to_tree, undirected, unlink
 from engine.moves import bitplanes
 from engine.moves.bitplanes import PlaneOps
-from engine.moves.parsimony import downpass, final_sets, infer_n_states, missed_weights, rooted_order
+from engine.moves.parsimony import downpass, final_sets, infer_n_states, missed_weights, rooted_children
 from engine.moves.weight_noise import WeightNoise
 from engine.tree import Tree
 
@@ -32,12 +32,20 @@ def planes_states(planes: np.ndarray | None, masks) -> int:
 
 
 def _attachment(tree: Tree, rng: np.random.Generator, anchor: int) -> tuple[int, int]:
-    """(u, s): a uniform branch other than the anchor's; u is its end toward the anchor."""
-    on_path = set(path_to_root(tree, anchor))
-    edges = [v for v in np.flatnonzero(tree.parent >= 0).tolist() if v != anchor]
-    v = edges[int(rng.random() * len(edges))]
-    p = int(tree.parent[v])
-    return (v, p) if v in on_path else (p, v)
+    """(u, s): a uniform branch other than the anchor's; u is its end toward the anchor.
+
+    The branches are the nodes other than the root in increasing order, the anchor's left out; the
+    draw indexes that list without building it."""
+    v = int(rng.random() * (tree.n_nodes - 2))
+    for skip in sorted((tree.root, anchor)):
+        if v >= skip:
+            v += 1
+    parent = tree.parent
+    p = int(parent[v])
+    z = anchor                                   # is v on the anchor's path to the root?
+    while z >= 0 and z != v:
+        z = int(parent[z])
+    return (v, p) if z == v else (p, v)
 
 
 class ParsSPR(Move):
@@ -51,7 +59,7 @@ class ParsSPR(Move):
     def _costs(self, adj: Adjacency, s: int, candidates: list[tuple[int, int]], ctx: MoveContext,
                rng: np.random.Generator, rooted) -> np.ndarray:
         """Cost of each candidate branch (x, y) of R for regrafting S (rooted at s); `rooted`: R's
-        rooted_order from the anchor."""
+        rooted_children from the anchor."""
         n = ctx.n_tips
         xs, ys = [x for x, _ in candidates], [y for _, y in candidates]
         cost = np.zeros(len(candidates))
@@ -104,7 +112,7 @@ class ParsSPR(Move):
             return aborted(tree)
         la, lb = unlink(adj, u, a), unlink(adj, u, b)
         link(adj, a, b, 0.0)                      # R's joined branch; length set below
-        rooted = order, parent = rooted_order(adj, ctx.anchor)
+        rooted = order, parent, _ = rooted_children(adj, ctx.anchor)
         candidates = [(parent[y], y) for y in order[1:]]
         joined = next(j for j, (x, y) in enumerate(candidates) if {x, y} == {a, b})
         ls = unlink(adj, u, s)                    # S alone, for its downpass set

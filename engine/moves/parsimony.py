@@ -23,6 +23,20 @@ def rooted_order(adj: Adjacency, root: int) -> tuple[list[int], dict[int, int]]:
     return order, parent
 
 
+def rooted_children(adj: Adjacency, root: int) -> tuple[list[int], dict[int, int], dict[int, list[int]]]:
+    """rooted_order(adj, root) and each node's children in adjacency order, in the same one walk (in a
+    tree every neighbour not yet reached when a node is visited is its child)."""
+    parent = {root: -1}
+    order = [root]
+    kids: dict[int, list[int]] = {}
+    for v in order:
+        got = kids[v] = [w for w in adj[v] if w not in parent]
+        for w in got:
+            parent[w] = v
+        order += got
+    return order, parent, kids
+
+
 class MaskOps:
     """Set operations on one state-set mask per pattern (uint8/uint32 vectors)."""
 
@@ -69,7 +83,7 @@ def final_sets(adj: Adjacency, anchor: int, masks: np.ndarray, n_tips: int, ops=
                rooted=None) -> dict[int, np.ndarray]:
     """Fitch final sets of the tree component containing tip `anchor`, rooted at that tip (`rooted`: its
     rooted_order when the caller has it)."""
-    order, parent = rooted if rooted is not None else rooted_order(adj, anchor)
+    order, parent = rooted[:2] if rooted is not None else rooted_order(adj, anchor)
     down = downpass(adj, anchor, masks, n_tips, order, parent, ops)
     final: dict[int, np.ndarray] = {anchor: masks[anchor]}
     for v in order[1:]:

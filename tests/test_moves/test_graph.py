@@ -92,3 +92,33 @@ def test_moves_give_the_full_walks_tree(move, monkeypatch):
         if not prop.aborted:
             tree = prop.tree
     assert len(calls) > 100
+
+
+def test_rooted_children_is_rooted_order_with_each_nodes_children():
+    from engine.moves.parsimony import rooted_children, rooted_order
+
+    rng = np.random.default_rng(5)
+    for n in (3, 6, 30):
+        tree = random_tree(n, rng)
+        adj = graph.undirected(tree)
+        for root in (0, n - 1, tree.root):
+            order, parent, kids = rooted_children(adj, root)
+            assert (order, parent) == rooted_order(adj, root)
+            assert all(kids[v] == [w for w in adj[v] if w != parent[v]] for v in order)
+
+
+def test_attachment_draws_the_branch_the_listed_edges_give():
+    """ParsSPR's branch draw indexes 'every non-root node but the anchor, in order' without the list."""
+    from engine.moves.pars_spr import _attachment
+
+    rng = np.random.default_rng(6)
+    for n in (4, 9, 25):
+        for anchor in (0, n // 2, n - 1):
+            tree = random_tree(n, rng)
+            path = graph.path_to_root(tree, anchor)
+            edges = [v for v in np.flatnonzero(tree.parent >= 0).tolist() if v != anchor]
+            a, b = np.random.default_rng(n + anchor), np.random.default_rng(n + anchor)
+            for _ in range(200):
+                v = edges[int(b.random() * len(edges))]
+                p = int(tree.parent[v])
+                assert _attachment(tree, a, anchor) == ((v, p) if v in path else (p, v))

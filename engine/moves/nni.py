@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from engine.moves.base import Move, MoveContext, Proposal, aborted, make_proposal
-from engine.moves.graph import link, to_tree, undirected, unlink
 from engine.tree import Tree
 
 
@@ -18,18 +17,32 @@ class NNI(Move):
     weight = 5.0
 
     def propose(self, tree: Tree, rng: np.random.Generator, ctx: MoveContext) -> Proposal:
-        n = tree.n_tips
-        internal = [v for v in range(n, tree.n_nodes) if tree.parent[v] >= 0]
-        if not internal:
+        n, root = tree.n_tips, tree.root
+        count = tree.n_nodes - n - 1                 # internal branches: non-root internal nodes, in order
+        if count < 1:
             return aborted(tree)
-        u = internal[int(rng.random() * len(internal))]
-        v = int(tree.parent[u])
-        adj = undirected(tree)
-        a_side = sorted(w for w in adj[u] if w != v)
-        c_side = sorted(w for w in adj[v] if w != u)
+        u = n + int(rng.random() * count)
+        if u >= root:
+            u += 1
+        parent = tree.parent
+        v = int(parent[u])
+        a_side = np.flatnonzero(parent == u).tolist()              # u's neighbours but v: its children
+        c_side = [w for w in np.flatnonzero(parent == v).tolist() if w != u]
+        if parent[v] >= 0:
+            c_side = sorted(c_side + [int(parent[v])])             # v's neighbours but u
         a = a_side[0] if rng.random() < 0.5 else a_side[1]
-        c = c_side[0]
-        la, lc = unlink(adj, u, a), unlink(adj, v, c)
-        link(adj, u, c, lc)
-        link(adj, v, a, la)
-        return make_proposal(tree, to_tree(tree, adj), 0.0)
+        return make_proposal(tree, swapped(tree, u, v, a, c_side[0]), 0.0)
+
+
+def swapped(tree: Tree, u: int, v: int, a: int, c: int) -> Tree:
+    """The tree with subtree a (a child of u, u a child of v) and c (v's other neighbour) exchanged, each
+    keeping its branch; directed away from the same root. When c is v's parent the path through u and
+    v turns round: u hangs from c with v's old branch, v from u with u's old branch."""
+    parent, brlen = tree.parent.copy(), tree.brlen.copy()
+    parent[a] = v
+    if parent[c] == v:
+        parent[c] = u
+    else:
+        parent[u], brlen[u] = c, tree.brlen[v]
+        parent[v], brlen[v] = u, tree.brlen[u]
+    return Tree(tree.n_tips, parent, brlen)

@@ -73,13 +73,13 @@ class _Topology:
         self.root = self.parent.index(-1)
         assert self.kids[self.root][2] >= 0, "chains keep unrooted trees with a trifurcating root"
         self._n_tips = tree.n_tips
-        self._full = None
+        self._full = self._edges = None
 
     def moved_to(self, tree: Tree, moved: list) -> "_Topology":
         """The topology of `tree`, whose nodes `moved` (and only those) have other parents than here: the
         children of their old and new parents are rebuilt, every other row is shared."""
         new = _Topology.__new__(_Topology)
-        new.key, new._n_tips, new._full = tree.parent.tobytes(), self._n_tips, None
+        new.key, new._n_tips, new._full, new._edges = tree.parent.tobytes(), self._n_tips, None, None
         new.parent = parent = tree.parent.tolist()
         new.kids = kids = self.kids[:]
         for p in {self.parent[v] for v in moved} | {parent[v] for v in moved}:
@@ -91,6 +91,12 @@ class _Topology:
         new.root = self.root if parent[self.root] < 0 else parent.index(-1)
         assert kids[new.root][2] >= 0, "chains keep unrooted trees with a trifurcating root"
         return new
+
+    def edges(self) -> list:
+        """Every node with a branch above it (all but the root), in order (computed once)."""
+        if self._edges is None:
+            self._edges = [v for v, p in enumerate(self.parent) if p >= 0]
+        return self._edges
 
     def full(self) -> tuple[list, list]:
         """(internal nodes deepest first, their depths)."""
@@ -130,14 +136,14 @@ class LanePartition:
         self.n_tips = self.layout.n_tips
         self.weights = np.asarray(weights, dtype=np.float64)
         n = self.layout.n_nodes
-        self.part_slot = [0] * n
-        self.mat_slot = [0] * n
         v, zero = np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-        # slot-0 indices of every node in this lane: index = base[v] + slot[v] (tips never flip)
+        # each node's slot-0 buffer, matrix and scale buffer in this lane (tips' buffers never flip); the
+        # current ones start there, and flipping a slot maps x to 2 base + 1 - x (base <-> base + 1)
         self._buf0 = self.layout.buffers(self.lane, v, zero).tolist()
         self._mat0 = self.layout.matrices(self.lane, v, zero).tolist()
         self._scale0 = self.layout.scales(self.lane, v, zero).tolist()
-        self._scales = self._scale0[self.n_tips:]       # every internal node's current scale buffer
+        self._buf, self._mat, self._scale = self._buf0[:], self._mat0[:], self._scale0[:]
+        self._cumulative = self.layout.cumulative(self.lane)
         self.model, self.mult = model, float(rate_multiplier)
         self.tree: Tree | None = None
         self.lnl = 0.0
@@ -164,8 +170,8 @@ class LanePartition:
 
     def stage(self, tree: Tree, model=None, rate_multiplier: float | None = None) -> None:
         """Queue the work of a proposal in the inactive slots; `lnl` is valid after the next flush."""
-        self._saved = (self.part_slot[:], self.mat_slot[:], self._scales[:], self.tree, self.model, self.mult,
-                       self.lnl, self._topo)
+        self._saved = (self._buf[:], self._mat[:], self._scale[:], self.tree, self.model, self.mult, self.lnl,
+                       self._topo)
         full = self.tree is None or model is not None or rate_multiplier is not None
         if model is not None:
             self.model = model
@@ -173,8 +179,8 @@ class LanePartition:
             self.mult = float(rate_multiplier)
         if full:
             topo = self._topo if self._topo is not None and self._topo.key == tree.parent.tobytes() else _Topology(tree)
-            mat_dirty = [v for v, p in enumerate(topo.parent) if p >= 0]
             nodes, depths = topo.full()
+            mat_dirty = topo.edges()
         else:
             topo, mat_dirty, nodes, depths = self._dirty(self.tree, tree)
         self.shared.enqueue(self._job(tree, topo, mat_dirty, nodes, depths))
@@ -185,8 +191,7 @@ class LanePartition:
 
     def reject(self) -> None:
         assert self._saved is not None, "reject() without a pending proposal"
-        (self.part_slot, self.mat_slot, self._scales, self.tree, self.model, self.mult, self.lnl,
-         self._topo) = self._saved
+        self._buf, self._mat, self._scale, self.tree, self.model, self.mult, self.lnl, self._topo = self._saved
         self._saved = None
 
     def finish(self, root_lnl: float) -> None:
@@ -217,29 +222,26 @@ class LanePartition:
 
     def _job(self, tree: Tree, topo: _Topology, mat_dirty: list, nodes: list, depths: list):
         m, mult = self.model, self.mult
-        ps, ms, buf0, mat0, scale0, kids = self.part_slot, self.mat_slot, self._buf0, self._mat0, self._scale0, topo.kids
+        buf, mat, scale, kids = self._buf, self._mat, self._scale, topo.kids
+        buf0, mat0, scale0 = self._buf0, self._mat0, self._scale0
         for v in mat_dirty:
-            ms[v] ^= 1
-        mat_idx = [mat0[v] + ms[v] for v in mat_dirty]
+            mat[v] = 2 * mat0[v] + 1 - mat[v]
         brlen = tree.brlen.tolist()
-        lengths = [brlen[v] * mult for v in mat_dirty]
-        scales, nt = self._scales, self.n_tips
         for v in nodes:
-            ps[v] ^= 1
-            scales[v - nt] = scale0[v] + ps[v]
+            buf[v] = 2 * buf0[v] + 1 - buf[v]
+            scale[v] = 2 * scale0[v] + 1 - scale[v]
         ops = []                                        # 7 ints per node, flat
         for v in nodes:
             c1, c2, _ = kids[v]
-            ops += (buf0[v] + ps[v], scale0[v] + ps[v], NONE, buf0[c1] + ps[c1], mat0[c1] + ms[c1],
-                    buf0[c2] + ps[c2], mat0[c2] + ms[c2])
+            ops += (buf[v], scale[v], NONE, buf[c1], mat[c1], buf[c2], mat[c2])
         top = max(depths) if depths else 0
-        cum = self.layout.cumulative(self.lane)
+        cum = self._cumulative
         root = topo.root
         third = kids[root][2]
-        root_call = (buf0[root] + ps[root], m.frequencies, m.category_weights, m.pinvar, cum,
-                     buf0[third] + ps[third], mat0[third] + ms[third])
-        return LaneJob(self.lane, m.eigen, m.category_rates, mat_idx, lengths, ops, [top - d for d in depths],
-                       scales[:], cum, root_call)
+        root_call = (buf[root], m.frequencies, m.category_weights, m.pinvar, cum, buf[third], mat[third])
+        return LaneJob(self.lane, m.eigen, m.category_rates, [mat[v] for v in mat_dirty],
+                       [brlen[v] * mult for v in mat_dirty], ops, [top - d for d in depths],
+                       scale[self.n_tips:], cum, root_call)
 
 
 def finish_flush(shared: SharedInstance) -> None:

@@ -99,28 +99,22 @@ class _Topology:
         return self._edges
 
     def full(self) -> tuple[list, list]:
-        """(internal nodes deepest first, their depths)."""
+        """(internal nodes deepest first, their depths): level by level from the root, each level in
+        increasing node order (what a stable sort of the internal nodes by depth gives)."""
         if self._full is None:
-            depth = _depths(self.parent, self.root).tolist()
-            order = sorted(range(self._n_tips, len(self.parent)), key=lambda v: -depth[v])   # stable
-            self._full = (order, [depth[v] for v in order])
+            kids, nt = self.kids, self._n_tips
+            levels = [[self.root]]
+            while True:
+                below = [c for v in levels[-1] for c in kids[v] if c >= nt]
+                if not below:
+                    break
+                levels.append(below)
+            order, depths = [], []
+            for d in range(len(levels) - 1, -1, -1):
+                order += sorted(levels[d])
+                depths += [d] * len(levels[d])
+            self._full = (order, depths)
         return self._full
-
-
-def _depths(parent: list, root: int) -> np.ndarray:
-    """Depth of every node (root 0): one walk with memoisation."""
-    depth = [-1] * len(parent)
-    depth[root] = 0
-    for s in range(len(parent)):
-        path, v = [], s
-        while depth[v] < 0:
-            path.append(v)
-            v = parent[v]
-        d = depth[v]
-        for u in reversed(path):
-            d += 1
-            depth[u] = d
-    return np.array(depth, dtype=np.int64)
 
 
 class LanePartition:

@@ -251,3 +251,18 @@ def test_level_ops_is_a_stable_sort_by_level():
     assert np.array_equal(ops, want) and counts == [c for c in np.bincount(levels).tolist() if c]
     empty, none = level_ops([LaneJob(0, None, None, [], [], [], [], [], 0, ())])
     assert empty.shape == (0, 7) and none == []
+
+
+def test_full_order_is_the_internal_nodes_stably_sorted_by_depth():
+    from engine.sampler.batch_step import _Topology
+
+    for n in (3, 4, 10, 40):
+        for tree in _moved_trees(n, n + 1, 30)[::5]:
+            depth = {}
+            for v in range(tree.n_nodes):
+                d, u = 0, v
+                while tree.parent[u] >= 0:
+                    u, d = int(tree.parent[u]), d + 1
+                depth[v] = d
+            want = sorted(range(n, tree.n_nodes), key=lambda v: -depth[v])
+            assert _Topology(tree).full() == (want, [depth[v] for v in want])

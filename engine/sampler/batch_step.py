@@ -47,8 +47,14 @@ def kids_table(parent) -> list[list[int]]:
 def deepest_first(parent, seeds) -> tuple[list[int], list[int]]:
     """The nodes on the paths from `seeds` to the root, deepest first, and their depths (root 0); nodes
     of one depth come in the order of the first seeds whose paths reach them."""
+    if len(seeds) == 1:                   # one path (a single branch changed): bottom-up is deepest first
+        nodes, v = [], seeds[0]
+        while v >= 0:
+            nodes.append(v)
+            v = parent[v]
+        return nodes, list(range(len(nodes) - 1, -1, -1))
     depth: dict[int, int] = {}
-    nodes: list[int] = []
+    nodes = []
     for s in seeds:
         start, v = len(nodes), s
         while v >= 0 and v not in depth:
@@ -201,7 +207,8 @@ class LanePartition:
     def _dirty(self, old: Tree, tree: Tree):
         """(topology of `tree`, matrix-dirty nodes, partial-dirty internal nodes child-first, their
         depths) of a proposal from `old` under the same model, as lists."""
-        mat_dirty = np.flatnonzero((old.brlen != tree.brlen) & (tree.parent >= 0)).tolist()
+        root = tree.root
+        mat_dirty = [v for v in np.flatnonzero(old.brlen != tree.brlen).tolist() if v != root]
         moved = np.flatnonzero(old.parent != tree.parent).tolist()
         topo = self._topo
         if moved:

@@ -152,14 +152,26 @@ class SubstitutionModel:
         t = np.asarray(edge_lengths, dtype=np.float64)[:, None] * self.category_rates[None, :]
         return self.eigen.transition_matrices(t)
 
-    def with_rates(self, spec: ModelSpec) -> "SubstitutionModel":
+    def with_rates(self, spec: ModelSpec, rates_of: "SubstitutionModel | None" = None) -> "SubstitutionModel":
         """The model of `spec`, which differs from this model's spec at most in its rate variation
-        (rates, alpha, ngammacat, pinvar): frequencies, Q and the eigensystem are this model's."""
+        (rates, alpha, ngammacat, pinvar): frequencies, Q and the eigensystem are this model's; the rate
+        categories are `rates_of`'s (a model with spec's rate variation) or computed."""
         spec.validate()
-        rates, weights, pinvar = category_rates_and_weights(spec)
+        if rates_of is not None:
+            rates, weights, pinvar = rates_of.category_rates, rates_of.category_weights, rates_of.pinvar
+        else:
+            rates, weights, pinvar = category_rates_and_weights(spec)
         model = SubstitutionModel(spec, self.frequencies, self.q, rates, weights, pinvar)
         model.__dict__["eigen"] = self.eigen          # cached_property's own slot (frozen dataclass)
         return model
+
+    def with_q(self, spec: ModelSpec) -> "SubstitutionModel":
+        """The model of `spec`, which has this model's rate variation (rates, alpha, ngammacat, pinvar)
+        but may differ in anything else: its Q is built, the rate categories are this model's."""
+        spec.validate()
+        s, pi = exchangeabilities_and_frequencies(spec)
+        return SubstitutionModel(spec, pi, rate_matrix(s, pi), self.category_rates, self.category_weights,
+                                 self.pinvar)
 
     def with_states(self, n_states: int) -> "SubstitutionModel":
         """The same rate model for standard data with another number of states (Mkv dummy patterns)."""

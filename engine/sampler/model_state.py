@@ -41,11 +41,13 @@ def rate_multiplier(params, values, division: int, fixed: float) -> float:
 
 class ModelCache:
     """Builds a SubstitutionModel once per distinct spec (keyed by its parameter values). Specs that
-    differ only in rate variation (a shape or pinvar proposal) share one Q and its eigensystem."""
+    differ only in rate variation (a shape or pinvar proposal) share one Q and its eigensystem; specs
+    that differ only in Q (a revmat or frequency proposal) share the rate categories."""
 
     def __init__(self, limit: int = 256):
         self._cache: dict = {}
         self._by_q: dict = {}
+        self._by_rates: dict = {}
         self.limit = limit
 
     def get(self, spec):
@@ -53,13 +55,22 @@ class ModelCache:
         aarevmat = None if spec.aarevmat is None else tuple(np.asarray(spec.aarevmat).tolist())
         q_key = (spec.datatype, spec.n_states, spec.nst, tuple(spec.revmat), spec.kappa, freqs, spec.aamodel,
                  aarevmat, spec.coding)
-        key = q_key + (spec.rates, spec.alpha, spec.ngammacat, spec.pinvar)
+        rate_key = (spec.rates, spec.alpha, spec.ngammacat, spec.pinvar)
+        key = q_key + rate_key
         model = self._cache.get(key)
         if model is None:
             if len(self._cache) >= self.limit:
                 self._cache.clear()
                 self._by_q.clear()
-            same_q = self._by_q.get(q_key)
-            model = self._cache[key] = build_model(spec) if same_q is None else same_q.with_rates(spec)
+                self._by_rates.clear()
+            same_q, same_rates = self._by_q.get(q_key), self._by_rates.get(rate_key)
+            if same_q is not None:
+                model = same_q.with_rates(spec, same_rates)
+            elif same_rates is not None:
+                model = same_rates.with_q(spec)
+            else:
+                model = build_model(spec)
+            self._cache[key] = model
             self._by_q.setdefault(q_key, model)
+            self._by_rates.setdefault(rate_key, model)
         return model

@@ -36,3 +36,24 @@ def test_the_cache_is_bounded():
     for a in (0.1, 0.2, 0.3, 0.4, 0.5):
         cache.get(replace(SPECS[1], alpha=a))
     assert len(cache._cache) <= 3
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=["gtr-i-g", "wag-g", "hky-i"])
+def test_q_changes_share_the_rate_categories_and_equal_a_fresh_build(spec):
+    cache = ModelCache()
+    first = cache.get(spec)
+    changes = [dict(statefreqs=np.full(first.n_states, 1.0 / first.n_states))]
+    if spec.datatype == "dna":
+        changes.append(dict(revmat=(2.0, 1.0, 1.0, 1.0, 5.0, 1.0), kappa=2.5))
+    for change in changes:
+        s = replace(spec, **change)
+        got, want = cache.get(s), build_model(s)
+        assert got.category_rates is first.category_rates
+        for name in ("frequencies", "q", "category_rates", "category_weights"):
+            assert np.array_equal(getattr(got, name), getattr(want, name)), name
+        assert got.pinvar == want.pinvar
+        other_rates = cache.get(replace(spec, alpha=3.3, pinvar=0.01))
+        both = cache.get(replace(s, alpha=3.3, pinvar=0.01))       # a known Q and known rates: both reused
+        assert both.q is got.q and both.category_rates is other_rates.category_rates
+        fresh = build_model(replace(s, alpha=3.3, pinvar=0.01))
+        assert np.array_equal(both.category_rates, fresh.category_rates) and np.array_equal(both.q, fresh.q)

@@ -8,7 +8,8 @@ kernels, initial state) is not counted; "median" is the median rate over the pri
 moved by a stall such as a first-use kernel compile or a busy host). The numpy backend runs few generations: it is slow on these
 sizes. Configurations (CONFIGS): batched or per-chain ("chain", the code before batching), fp64 or
 fp32, with MrBayes' default moves or without ParsSPR ("-nopars"); "gpu-cpupars": ParsSPR's parsimony in numpy
-instead of on the GPU (MBGPU_GPU_PARSIMONY=0).
+instead of on the GPU (MBGPU_GPU_PARSIMONY=0); "gpu-async", "gpu-async-p4": MBGPU_ASYNC_FLUSH=1 (two and
+four pipeline groups).
 
     python3 benchmarks/mcmc_gpu.py [--gpu-gens 200] [--cpu-gens 12] [--cases dna,protein]
                                    [--configs gpu,gpu-chain,...] [--scale 1.0] [--profile gpu-nopars]
@@ -54,9 +55,12 @@ CONFIGS = {
     "gpu-p2": ("gpu", "batched", "", True),              # the same with MrBayes' default moves
     "gpu-p1": ("gpu", "batched", "", True),              # MBGPU_PIPELINE=1: one flush per generation
     "gpu-cpupars": ("gpu", "batched", "", True),         # ParsSPR's parsimony in numpy (MBGPU_GPU_PARSIMONY=0)
+    "gpu-async": ("gpu", "batched", "", True),           # MBGPU_ASYNC_FLUSH=1 (page-locked flushes, events)
+    "gpu-async-p4": ("gpu", "batched", "", True),        # the same with four pipeline groups
 }
-PIPELINE = {"gpu-nopars-p2": "2", "gpu-p2": "2", "gpu-p1": "1"}   # others: the engine's default
-ENV = {"gpu-cpupars": {"MBGPU_GPU_PARSIMONY": "0"}}
+PIPELINE = {"gpu-nopars-p2": "2", "gpu-p2": "2", "gpu-p1": "1", "gpu-async-p4": "4"}   # others: the default
+ENV = {"gpu-cpupars": {"MBGPU_GPU_PARSIMONY": "0"}, "gpu-async": {"MBGPU_ASYNC_FLUSH": "1"},
+       "gpu-async-p4": {"MBGPU_ASYNC_FLUSH": "1"}}
 RUNNER = """import sys
 if sys.argv[2] == "0":
     import engine.moves.pars_spr as m

@@ -64,8 +64,7 @@ def deepest_first(parent, seeds) -> tuple[list[int], list[int]]:
         for u in nodes[start:]:           # this path bottom-up: depths d, d - 1, ...
             depth[u] = d
             d -= 1
-    if len(seeds) > 1:
-        nodes.sort(key=depth.__getitem__, reverse=True)      # stable: ties keep the seeds' order
+    nodes.sort(key=depth.__getitem__, reverse=True)          # stable: ties keep the seeds' order
     return nodes, [depth[v] for v in nodes]
 
 

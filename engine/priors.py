@@ -50,6 +50,9 @@ def brlens_log_prior(prior, lengths: np.ndarray, is_terminal: np.ndarray) -> flo
     raise NotImplementedYet("brlenspr=unconstrained:%s is not implemented yet" % sub.kind.lower())
 
 
+_add = np.add.reduce
+
+
 class BrlensPrior:
     """brlens_log_prior for trees of one shape (root and node count), with what does not depend on the
     lengths computed once: the edge list and, for gammadir, the Dirichlet's normalising term. Returns
@@ -76,9 +79,9 @@ class BrlensPrior:
         if not self.gammadir:
             return brlens_log_prior(self.prior, b, self.is_terminal)
         a_t, b_t, head = self.gamma_args
-        tl = b.sum()
+        tl = _add(b)                                # ndarray.sum without its Python wrapper: the same reduce
         log_gamma_tl = head + (a_t - 1.0) * math.log(tl) - b_t * tl
-        log_dir = float(self.norm + (self.alpha_less_one * np.log(b / tl)).sum())
+        log_dir = float(self.norm + _add(self.alpha_less_one * np.log(b / tl)))
         return float(log_gamma_tl + log_dir - (b.size - 1) * math.log(tl))
 
 

@@ -45,6 +45,8 @@ class Tree:
     def copy(self) -> "Tree":
         """An independent copy; it shares the topology cache, which is checked against parent on use."""
         new = Tree(self.n_tips, self.parent.copy(), self.brlen.copy())
+        if "_root" in self.__dict__:
+            new._root = self._root            # checked against parent on use
         cached = getattr(self, "_topo_cache", None)
         if cached is not None:
             new._topo_cache = cached

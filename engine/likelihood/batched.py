@@ -104,7 +104,7 @@ def level_ops(jobs) -> tuple[np.ndarray, list[int]]:
         return ops, []
     levels = np.array(levels, dtype=np.int64)
     counts = np.bincount(levels)
-    return ops[np.argsort(levels, kind="stable")], counts[counts > 0].tolist()
+    return ops[levels.argsort(kind="stable")], counts[counts > 0].tolist()
 
 
 def batch_mode(backend, env=None) -> str | None:

@@ -61,7 +61,9 @@ def to_tree(template: Tree, adj) -> Tree:
                     brlen[w] = length
                     stack.append(w)
         assert not region, "rewired tree is disconnected"
-    return Tree(template.n_tips, parent, brlen)
+    new = Tree(template.n_tips, parent, brlen)
+    new._root = root
+    return new
 
 
 def _to_tree_full(template: Tree, adj) -> Tree:

@@ -31,7 +31,7 @@ class WeightNoise:
         count = np.maximum(np.ceil(self.weights - 1e-9), 0).astype(np.int64)
         self.count = count
         self.small = 0.0 < r < 0.5
-        self.groups = [(idx, step_cdf(c, self.r)) for c in range(2, SMALL + 1)
+        self.groups = [(idx, step_cdf(c, self.r)[:-1], c) for c in range(2, SMALL + 1)
                        for idx in [np.flatnonzero(count == c)] if idx.size] if self.small else []
         self.empty = np.flatnonzero(count == 0)
         self.many = np.flatnonzero(count > (SMALL if self.small else 0))
@@ -50,8 +50,8 @@ class WeightNoise:
             np.less(u, self.r, out=low)
             np.greater_equal(u, 1.0 - self.r, out=high)
             step = np.subtract(high, low, dtype=np.int64)
-            for idx, cdf in self.groups:       # then c = 2..SMALL: how many CDF values are <= u, less c
-                step[idx] = np.searchsorted(cdf[:-1], u[idx], side="right") - (cdf.size // 2)
+            for idx, edges, c in self.groups:  # then c = 2..SMALL: how many CDF values are <= u, less c
+                step[idx] = edges.searchsorted(u[idx], side="right") - c
             step[self.empty] = 0
         else:
             step = np.zeros(self.weights.size, dtype=np.int64)

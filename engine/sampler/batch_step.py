@@ -207,8 +207,8 @@ class LanePartition:
         """(topology of `tree`, matrix-dirty nodes, partial-dirty internal nodes child-first, their
         depths) of a proposal from `old` under the same model, as lists."""
         root = tree.root
-        mat_dirty = [v for v in np.flatnonzero(old.brlen != tree.brlen).tolist() if v != root]
-        moved = np.flatnonzero(old.parent != tree.parent).tolist()
+        mat_dirty = [v for v in (old.brlen != tree.brlen).nonzero()[0].tolist() if v != root]
+        moved = (old.parent != tree.parent).nonzero()[0].tolist()
         topo = self._topo
         if moved:
             topo = topo.moved_to(tree, moved)

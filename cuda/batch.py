@@ -115,30 +115,42 @@ def _ints(x) -> list:
     return x.ravel().tolist() if isinstance(x, np.ndarray) else list(x)
 
 
-def scale_job_arrays(jobs) -> tuple[np.ndarray, np.ndarray]:
-    """Pack [(cumulative, reset, indices, sign)] into the int64 job table and the flat index array."""
-    rows, flat = [], []
+def _scale_sections(jobs) -> tuple[list, list]:
+    """The scale job table (SCALE_JOB_WIDTH ints per job, flat) and the index list (at least one entry)."""
+    table, flat = [], []
     for cumulative, reset, indices, sign in jobs:
         idx = _ints(indices)
-        rows.append((cumulative, 1 if reset else 0, len(flat), len(idx), 1 if sign >= 0 else -1))
+        table += (cumulative, 1 if reset else 0, len(flat), len(idx), 1 if sign >= 0 else -1)
         flat += idx
-    table = np.array(rows, dtype=np.int64).reshape(-1, SCALE_JOB_WIDTH)
-    return table, np.array(flat or [0], dtype=np.int64)
+    return table, flat or [0]
+
+
+def _root_sections(calls) -> tuple[list, list]:
+    """The root job table (ROOT_JOB_WIDTH ints per call, flat) and each call's parameters (freqs, category
+    weights, pinvar, log(1 - pinvar)) as float64 pieces."""
+    import math
+
+    table, params = [], []
+    for root, freqs, weights, pinvar, cumulative, child, child_matrix in calls:
+        table += (root, cumulative, child, child_matrix if child != NONE else 0)
+        pinvar = float(pinvar)
+        params += [np.asarray(freqs, dtype=np.float64).ravel(), np.asarray(weights, dtype=np.float64).ravel(),
+                   np.array([pinvar, math.log1p(-pinvar) if pinvar > 0.0 else 0.0])]
+    return table, params
+
+
+def scale_job_arrays(jobs) -> tuple[np.ndarray, np.ndarray]:
+    """Pack [(cumulative, reset, indices, sign)] into the int64 job table and the flat index array."""
+    table, flat = _scale_sections(jobs)
+    return np.array(table, dtype=np.int64).reshape(-1, SCALE_JOB_WIDTH), np.array(flat, dtype=np.int64)
 
 
 def root_job_arrays(calls, n_states: int, n_categories: int) -> tuple[np.ndarray, np.ndarray]:
     """Pack root calls (root, freqs, weights, pinvar, cumulative, child, child_matrix) into job tables."""
-    import math
-
-    rows, reals = [], []
-    for root, freqs, weights, pinvar, cumulative, child, child_matrix in calls:
-        rows.append((root, cumulative, child, child_matrix if child != NONE else 0))
-        pinvar = float(pinvar)
-        reals += [np.asarray(freqs, dtype=np.float64).ravel(), np.asarray(weights, dtype=np.float64).ravel(),
-                  np.array([pinvar, math.log1p(-pinvar) if pinvar > 0.0 else 0.0])]
-    jobs = np.array(rows, dtype=np.int64).reshape(-1, ROOT_JOB_WIDTH)
-    params = np.concatenate(reals) if reals else np.zeros(0)
-    return jobs, params.reshape(len(calls), n_states + n_categories + 2)
+    table, params = _root_sections(calls)
+    params = np.concatenate(params) if params else np.zeros(0)
+    return (np.array(table, dtype=np.int64).reshape(-1, ROOT_JOB_WIDTH),
+            params.reshape(len(calls), n_states + n_categories + 2))
 
 
 @dataclass(frozen=True)
@@ -156,10 +168,8 @@ class PackedFlush:
 
 def pack_flush(matrix_groups, ops: np.ndarray, scale_jobs, root_calls, n_states: int,
                n_categories: int) -> PackedFlush:
-    """Pack a whole flush (CudaBackend.batch_launch's arguments) for ONE host-to-device copy: the same
-    sections as scale_job_arrays and root_job_arrays, each built from lists in one conversion."""
-    import math
-
+    """Pack a whole flush (CudaBackend.batch_launch's arguments) for ONE host-to-device copy; each
+    section is built as a list and converted once."""
     idx, lengths, eig_of, eigens, rates = [], [], [], [], []
     for e, (eigen, cat_rates, indices, edges) in enumerate(matrix_groups):
         got = _ints(indices)
@@ -168,26 +178,13 @@ def pack_flush(matrix_groups, ops: np.ndarray, scale_jobs, root_calls, n_states:
         lengths += edges.ravel().tolist() if isinstance(edges, np.ndarray) else edges
         eigens.append(eigen.packed)
         rates.append(np.asarray(cat_rates, dtype=np.float64).ravel())
-    tail, flat = [], []                        # scale table rows, then their indices, then the root jobs
-    for cumulative, reset, indices, sign in scale_jobs:
-        got = _ints(indices)
-        tail += (cumulative, 1 if reset else 0, len(flat), len(got), 1 if sign >= 0 else -1)
-        flat += got
-    n_table = len(tail)
-    tail += flat or [0]
-    params = []
-    for root, freqs, weights, pinvar, cumulative, child, child_matrix in root_calls:
-        tail += (root, cumulative, child, child_matrix if child != NONE else 0)
-        pinvar = float(pinvar)
-        params += [np.asarray(freqs, dtype=np.float64).ravel(), np.asarray(weights, dtype=np.float64).ravel(),
-                   (pinvar, math.log1p(-pinvar) if pinvar > 0.0 else 0.0)]
+    scale_table, scale_flat = _scale_sections(scale_jobs)
+    root_table, params = _root_sections(root_calls)
     ops = np.ascontiguousarray(ops, dtype=np.int64).reshape(-1, 7)
-    n_flat = max(len(flat), 1)
-    sizes = [len(idx), len(eig_of), ops.size, n_table, n_flat, len(tail) - n_table - n_flat]
+    sizes = [len(idx), len(eig_of), ops.size, len(scale_table), len(scale_flat), len(root_table)]
     params = np.concatenate(params) if params else np.zeros(0)
     reals = np.concatenate([np.array(lengths, dtype=np.float64)] + eigens + rates + [params])
-    blob = np.concatenate([np.array(idx + eig_of, dtype=np.int64), ops.ravel(), np.array(tail, dtype=np.int64),
-                           reals.view(np.int64)])
-    params_at = reals.size - params.size
+    blob = np.concatenate([np.array(idx + eig_of, dtype=np.int64), ops.ravel(),
+                           np.array(scale_table + scale_flat + root_table, dtype=np.int64), reals.view(np.int64)])
     return PackedFlush(blob, sizes, int(sizes[0]), params.reshape(len(root_calls), n_states + n_categories + 2),
-                       params_at)
+                       reals.size - params.size)

@@ -18,8 +18,8 @@ BLOCK = 128
 def tree_program(adj, anchor: int, s: int, n_tips: int, xs, ys, rooted=None) -> np.ndarray | None:
     """int32 rows: downpass (v, kid, kid) of R's and S's internal nodes, then final-pass (v, parent, kid,
     kid) of R's in preorder, then the candidates (x, y); None when a node is not binary (numpy path).
-    `rooted`: R's rooted_order(adj, anchor), or its rooted_children, when the caller has it already."""
-    order, parent, kids_of = rooted if rooted is not None and len(rooted) == 3 else rooted_children(adj, anchor)
+    `rooted`: R's rooted_children(adj, anchor) when the caller has it already."""
+    order, parent, kids_of = rooted if rooted is not None else rooted_children(adj, anchor)
     s_order, s_parent = rooted_order(adj, s)
     down, up = [], []
     for v in order:                       # R's internal nodes in preorder

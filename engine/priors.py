@@ -42,47 +42,52 @@ def brlens_log_prior(prior, lengths: np.ndarray, is_terminal: np.ndarray) -> flo
         lo, hi = map(float, sub.args)
         return float(-b.size * math.log(hi - lo))
     if sub.kind == "GammaDir":
-        a_t, b_t, a, c = map(float, sub.args)
-        tl = b.sum()
-        log_gamma_tl = a_t * math.log(b_t) - math.lgamma(a_t) + (a_t - 1.0) * math.log(tl) - b_t * tl
-        alphas = np.where(is_terminal, a, c)
-        return float(log_gamma_tl + log_dirichlet(b / tl, alphas) - (b.size - 1) * math.log(tl))
+        return _GammaDir(sub, np.asarray(is_terminal))(b)
     raise NotImplementedYet("brlenspr=unconstrained:%s is not implemented yet" % sub.kind.lower())
 
 
-_add = np.add.reduce
+_add = np.add.reduce            # ndarray.sum without its Python wrapper: the same reduction
+
+
+class _GammaDir:
+    """MrBayes' gammadir(a_T, b_T, a, c) branch-length prior for one set of edges (terminal or not):
+    Gamma(a_T, b_T) on the tree length times Dirichlet(a terminal, c internal) on the proportions, with
+    the Jacobian of the change of variables. What depends only on the edges is computed once."""
+
+    def __init__(self, sub, is_terminal: np.ndarray):
+        a_t, b_t, a, c = map(float, sub.args)
+        alphas = np.where(is_terminal, a, c)
+        self.norm = gammaln(alphas.sum()) - gammaln(alphas).sum()
+        self.alpha_less_one = alphas - 1.0
+        self.a_t, self.b_t, self.head = a_t, b_t, a_t * math.log(b_t) - math.lgamma(a_t)
+
+    def __call__(self, b: np.ndarray) -> float:
+        tl = _add(b)
+        log_gamma_tl = self.head + (self.a_t - 1.0) * math.log(tl) - self.b_t * tl
+        log_dir = float(self.norm + _add(self.alpha_less_one * np.log(b / tl)))
+        return float(log_gamma_tl + log_dir - (b.size - 1) * math.log(tl))
 
 
 class BrlensPrior:
-    """brlens_log_prior for trees of one shape (root and node count), with what does not depend on the
-    lengths computed once: the edge list and, for gammadir, the Dirichlet's normalising term. Returns
-    exactly brlens_log_prior's value (the same operations on the same numbers, in the same order)."""
+    """brlens_log_prior for trees of one shape (root and node count): the edge list and, for gammadir,
+    the parts that do not depend on the lengths are kept."""
 
     def __init__(self, prior, parent: np.ndarray, n_tips: int):
         self.prior, self.root = prior, int(np.flatnonzero(parent < 0)[0])
         self.edges = np.flatnonzero(parent >= 0)
         self.is_terminal = self.edges < n_tips
         sub = getattr(prior, "sub", None)
-        self.gammadir = prior.kind == "Unconstrained" and sub is not None and sub.kind == "GammaDir"
-        if self.gammadir:
-            a_t, b_t, a, c = map(float, sub.args)
-            alphas = np.where(self.is_terminal, a, c)
-            self.norm = gammaln(alphas.sum()) - gammaln(alphas).sum()
-            self.alpha_less_one = alphas - 1.0
-            self.gamma_args = a_t, b_t, a_t * math.log(b_t) - math.lgamma(a_t)
+        gammadir = prior.kind == "Unconstrained" and sub is not None and sub.kind == "GammaDir"
+        self._gammadir = _GammaDir(sub, self.is_terminal) if gammadir else None
 
     def fits(self, tree) -> bool:
         return tree.parent.size == self.edges.size + 1 and tree.parent[self.root] < 0
 
     def __call__(self, brlen: np.ndarray) -> float:
         b = brlen[self.edges]
-        if not self.gammadir:
+        if self._gammadir is None:
             return brlens_log_prior(self.prior, b, self.is_terminal)
-        a_t, b_t, head = self.gamma_args
-        tl = _add(b)                                # ndarray.sum without its Python wrapper: the same reduce
-        log_gamma_tl = head + (a_t - 1.0) * math.log(tl) - b_t * tl
-        log_dir = float(self.norm + _add(self.alpha_less_one * np.log(b / tl)))
-        return float(log_gamma_tl + log_dir - (b.size - 1) * math.log(tl))
+        return self._gammadir(b)
 
 
 def _dirichlet_alphas(prior, n: int) -> np.ndarray:

@@ -182,12 +182,13 @@ class SharedInstance:
     def _flush_calls(self, jobs: list[LaneJob]) -> list[float]:
         """The same work as batch_launch through the four batched calls (MBGPU_BATCH_FLUSH=calls)."""
         b = self.backend
-        b.update_transition_matrices_many([(j.eigen, j.category_rates, *j.arrays()[:2]) for j in jobs
+        arrays = [j.arrays() for j in jobs]
+        b.update_transition_matrices_many([(j.eigen, j.category_rates, a[0], a[1]) for j, a in zip(jobs, arrays)
                                            if j.matrix_indices])
         ops, counts = level_ops(jobs)
         if len(ops):
             b.update_partials_levels(ops, counts)
-        b.scale_jobs([(j.cumulative, True, j.arrays()[3], 1) for j in jobs])
+        b.scale_jobs([(j.cumulative, True, a[3], 1) for j, a in zip(jobs, arrays)])
         return b.root_log_likelihoods([j.root_call for j in jobs])
 
     def _run_one(self, job: LaneJob) -> float:

@@ -13,13 +13,7 @@ from engine.moves.graph import Adjacency
 
 def rooted_order(adj: Adjacency, root: int) -> tuple[list[int], dict[int, int]]:
     """Preorder of the component of `root` in adj and each node's parent in it (root: -1)."""
-    parent = {root: -1}
-    order = [root]
-    for v in order:
-        for w in adj[v]:
-            if w not in parent:
-                parent[w] = v
-                order.append(w)
+    order, parent, _ = rooted_children(adj, root)
     return order, parent
 
 
@@ -82,7 +76,7 @@ def downpass(adj: Adjacency, root: int, masks: np.ndarray, n_tips: int,
 def final_sets(adj: Adjacency, anchor: int, masks: np.ndarray, n_tips: int, ops=MaskOps,
                rooted=None) -> dict[int, np.ndarray]:
     """Fitch final sets of the tree component containing tip `anchor`, rooted at that tip (`rooted`: its
-    rooted_order when the caller has it)."""
+    rooted_children when the caller has it)."""
     order, parent = rooted[:2] if rooted is not None else rooted_order(adj, anchor)
     down = downpass(adj, anchor, masks, n_tips, order, parent, ops)
     final: dict[int, np.ndarray] = {anchor: masks[anchor]}

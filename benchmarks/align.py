@@ -39,9 +39,9 @@ def single(dev, size: int, seed: int, mat, gap: int, verify_cpu: bool, tw: int |
            rows: int = 8) -> None:
     """Score-only, then both tracebacks (kept directions where they fit, tile recomputation); the two
     tracebacks must give the same ops and re-score to the kernel's score."""
-    from engine.align import reference
-    from engine.align.alignment import rescore
-    from engine.cuda import nw
+    from mbgpu.align import reference
+    from mbgpu.align.alignment import rescore
+    from mbgpu.cuda import nw
 
     a, b = homolog(np.random.default_rng(seed), size, size)
     cells = float(len(a)) * len(b)
@@ -68,7 +68,7 @@ def single(dev, size: int, seed: int, mat, gap: int, verify_cpu: bool, tw: int |
 
 
 def batch(dev, npairs: int, seed: int, mat, gap: int) -> None:
-    from engine.cuda import nw
+    from mbgpu.cuda import nw
 
     rng = np.random.default_rng(seed)
     pairs = []
@@ -115,9 +115,9 @@ def main() -> None:
     if args.parasail:
         parasail_cpu(10000, 1, args.gap)
         return
-    from engine.align.matrices import blosum62
-    from engine.cuda import nw
-    from engine.cuda.context import open_device
+    from mbgpu.align.matrices import blosum62
+    from mbgpu.cuda import nw
+    from mbgpu.cuda.context import open_device
 
     dev = open_device()
     mat = blosum62()

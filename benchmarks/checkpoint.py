@@ -23,9 +23,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from engine.checkpoint import session as ckpt_session  # noqa: E402
-from engine.console import Console  # noqa: E402
-from engine.interpreter import Interpreter  # noqa: E402
+from mbgpu.checkpoint import session as ckpt_session  # noqa: E402
+from mbgpu.console import Console  # noqa: E402
+from mbgpu.interpreter import Interpreter  # noqa: E402
 
 
 def random_nexus(n_taxa: int, n_sites: int, seed: int) -> str:

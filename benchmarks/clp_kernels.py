@@ -15,8 +15,8 @@ import argparse
 
 import numpy as np
 
-from engine.likelihood import InstanceSpec
-from engine.models import ModelSpec, build_model
+from mbgpu.likelihood import InstanceSpec
+from mbgpu.models import ModelSpec, build_model
 
 CLASSES = ("tip-tip", "tip-internal", "internal-internal")
 DATA = {"DNA": ModelSpec(datatype="dna", nst=6, revmat=(1.0, 4.0, 0.7, 1.2, 3.9, 1.0), rates="gamma", alpha=0.5),
@@ -62,7 +62,7 @@ def time_case(dev, model, node_class, p, precision, reps=None, **variant) -> tup
     """Seconds per operation of one launch of K ops; and K."""
     import pycuda.driver as drv
 
-    from engine.cuda.backend import CudaBackend
+    from mbgpu.cuda.backend import CudaBackend
 
     s, c = model.n_states, model.n_categories
     k = max(1, 1_000_000 // p)
@@ -96,7 +96,7 @@ def time_case(dev, model, node_class, p, precision, reps=None, **variant) -> tup
 
 
 def main(argv=None) -> int:
-    from engine.cuda.context import open_device
+    from mbgpu.cuda.context import open_device
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--patterns", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])

@@ -8,7 +8,8 @@ benchmarks/host_overhead.py (null device, 300 generations) their .p/.t files and
 flush blob packed for the GPU and every ParsSPR tree program with its weights (`digest`). ParsSPR's costs
 on the null device are a fixed function of the candidate index, so the choice follows the program.
 
-    PYTHONPATH=OLD python3 OLD/benchmarks/fingerprint.py /tmp/fp-old   # an old tree needs this file copied in
+    PYTHONPATH=$(python3 benchmarks/source_tree.py OLD) python3 OLD/benchmarks/fingerprint.py /tmp/fp-old
+    # (an old tree needs this file copied in)
     python3 benchmarks/fingerprint.py /tmp/fp-new
     for f in /tmp/fp-old/*; do case $f in *.h5) ;; *) cmp $f /tmp/fp-new/${f##*/};; esac; done
 """
@@ -28,8 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 import host_overhead as ho  # noqa: E402
-from engine.cuda import batch as cuda_batch  # noqa: E402
-from engine.cuda import parsimony as cuda_parsimony  # noqa: E402
+from mbgpu.cuda import batch as cuda_batch  # noqa: E402
+from mbgpu.cuda import parsimony as cuda_parsimony  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRIMATES_BLOCK = ("begin mrbayes;\n set autoclose=yes nowarn=yes seed=7 swapseed=9;\n lset nst=6 rates=invgamma;\n"
@@ -57,7 +58,7 @@ def hashing_null_device(digest) -> None:
 
 
 def primates_run(out_dir: str) -> None:
-    from engine.cli import main
+    from mbgpu.cli import main
 
     folder = tempfile.mkdtemp(prefix="fingerprint_")
     with open(os.path.join(ROOT, "configs", "examples", "primates.nex"), encoding="ascii") as f:

@@ -1,7 +1,7 @@
 """A/B of the host-only harness (benchmarks/host_overhead.py) between two source trees, in one command.
 
-Runs alternate between the trees (each run a fresh process whose PYTHONPATH is that tree, so its own
-`engine` is imported) and the median and the per-round ratios are printed: on shared machines single runs
+Runs alternate between the trees (each run a fresh process whose PYTHONPATH imports that tree's own
+`mbgpu`: benchmarks/source_tree.py) and the median and the per-round ratios are printed: on shared machines single runs
 vary by 20-30%, so only figures alternated in one command are compared; the best run of each tree is
 printed too (interference from other jobs only ever slows a run down).
 
@@ -17,12 +17,16 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from source_tree import import_path  # noqa: E402
+
 LINE = re.compile(r"^(\w+)\s.*gen/s ([\d.]+)", re.M)
 
 
 def run_tree(tree: str, gens: int, cases: str) -> dict[str, float]:
     """{case: host-only gen/s} of one run of `tree`'s own harness on `tree`'s own code."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.path.abspath(tree))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=import_path(tree))
     out = subprocess.run([sys.executable, os.path.join("benchmarks", "host_overhead.py"), "--gens", str(gens),
                           "--cases", cases], cwd=tree, env=env, capture_output=True, text=True, check=True).stdout
     return {m.group(1): float(m.group(2)) for m in LINE.finditer(out)}

@@ -26,8 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from mcmc_gpu import CASES, mcmc_block, simulate, write_nexus  # noqa: E402
 
-from engine.cuda.batch import pack_flush  # noqa: E402
-from engine.cuda.parsimony import tree_program  # noqa: E402
+from mbgpu.cuda.batch import pack_flush  # noqa: E402
+from mbgpu.cuda.parsimony import tree_program  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -72,8 +72,8 @@ null_factory.device = object()
 
 def install_null_device() -> None:
     """Route the backend choice to the null device (as if a GPU were present)."""
-    import engine.likelihood.select as select
-    import engine.sampler.setup as setup
+    import mbgpu.likelihood.select as select
+    import mbgpu.sampler.setup as setup
 
     select._cuda_available = lambda: True
     select._gpu_factory = lambda precision: null_factory
@@ -86,7 +86,7 @@ GEN_LINE = re.compile(r"^\s+(\d+) -- [\[(]")
 def run_case(name: str, gens: int, folder: str, profile: bool, pars: bool) -> float:
     """Generations per CPU second (process time: steadier than wall time on a shared machine) between the
     first and the last printed generation of one in-process run."""
-    from engine.cli import main
+    from mbgpu.cli import main
 
     case = CASES[name]
     states = simulate(case["n_taxa"], case["n_sites"], case["spec"], seed=5)
@@ -95,7 +95,7 @@ def run_case(name: str, gens: int, folder: str, profile: bool, pars: bool) -> fl
     block = os.path.join(folder, "%s-run.nex" % name)
     with open(block, "w", encoding="ascii") as f:
         f.write(mcmc_block(case, data, gens, max(1, gens // 10), "").replace("filename=out", "filename=%s" % name))
-    import engine.moves.pars_spr as ps
+    import mbgpu.moves.pars_spr as ps
     ps.ParsSPR.weight = 5.0 if pars else 0.0
     out, stamps = _Stamped(), []
     out.stamps = stamps

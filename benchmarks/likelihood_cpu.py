@@ -16,9 +16,9 @@ import time
 
 import numpy as np
 
-from engine.likelihood import PartitionLikelihood
-from engine.models import ModelSpec, build_model
-from engine.tree import random_tree
+from mbgpu.likelihood import PartitionLikelihood
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.tree import random_tree
 
 MODELS = {
     "DNA GTR+G4": ModelSpec(datatype="dna", nst=6, revmat=(1.0, 4.0, 0.7, 1.2, 3.9, 1.0),

@@ -15,10 +15,10 @@ import time
 
 import numpy as np
 
-from engine.cuda.batch import ChainSlots
-from engine.likelihood import NumpyBackend
-from engine.models import ModelSpec, build_model
-from engine.tree import random_tree
+from mbgpu.cuda.batch import ChainSlots
+from mbgpu.likelihood import NumpyBackend
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.tree import random_tree
 
 CASES = {
     "DNA 64 x 50k GTR+I+G4": (64, 50_000, ModelSpec(datatype="dna", nst=6, revmat=(1.0, 4.0, 0.7, 1.2, 3.9, 1.0),
@@ -120,7 +120,7 @@ class Chains:
 
 
 def make_backends(n_taxa, n_patterns, spec, n_chains, precision, rng):
-    from engine.cuda.backend import CudaBackend
+    from mbgpu.cuda.backend import CudaBackend
 
     model = build_model(spec)
     cs = ChainSlots(n_taxa, n_chains)

@@ -28,13 +28,13 @@ def block(ngen: int, nchains: int, nruns: int) -> str:
 
 
 def timed_run(folder: Path, ngen: int, nchains: int, nruns: int) -> float:
-    """Wall seconds of `python -m engine` on the example's data with the benchmark block."""
+    """Wall seconds of `python -m mbgpu` on the example's data with the benchmark block."""
     data = EXAMPLE.read_text()
     data = data[: data.lower().index("begin mrbayes")]
     (folder / "run.nex").write_text(data + block(ngen, nchains, nruns))
     env = dict(os.environ, MBGPU_BACKEND="cpu")
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "engine", "run.nex"], cwd=folder, env=env, check=True,
+    subprocess.run([sys.executable, "-m", "mbgpu", "run.nex"], cwd=folder, env=env, check=True,
                    stdout=subprocess.DEVNULL)
     return time.perf_counter() - t
 

@@ -26,9 +26,9 @@ import time
 
 import numpy as np
 
-from engine.datatypes import PROTEIN
-from engine.models import ModelSpec, build_model
-from engine.tree import random_tree
+from mbgpu.datatypes import PROTEIN
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.tree import random_tree
 
 CASES = {
     "dna": dict(n_taxa=64, n_sites=50_000, alphabet="ACGT", lset="lset nst=6 rates=invgamma;", prset="",
@@ -63,17 +63,17 @@ ENV = {"gpu-cpupars": {"MBGPU_GPU_PARSIMONY": "0"}, "gpu-async": {"MBGPU_ASYNC_F
        "gpu-async-p4": {"MBGPU_ASYNC_FLUSH": "1"}}
 RUNNER = """import sys
 if sys.argv[2] == "0":
-    import engine.moves.pars_spr as m
+    import mbgpu.moves.pars_spr as m
     m.ParsSPR.weight = 0.0
 if sys.argv[3]:
     import cProfile, pstats
-    from engine.cli import main
+    from mbgpu.cli import main
     prof = cProfile.Profile()
     code = prof.runcall(main, [sys.argv[1]])
     with open(sys.argv[3], "w") as f:
         pstats.Stats(prof, stream=f).sort_stats("tottime").print_stats(30)
     sys.exit(code)
-from engine.cli import main
+from mbgpu.cli import main
 sys.exit(main([sys.argv[1]]))
 """
 

@@ -1,7 +1,7 @@
 """MPI scaling of the MC3 sampler: generations/s of `mcmc nchains=4 nruns=2` (8 chains) with 1, 2, 4, 8
 ranks (all sharing the visible GPU(s)), on simulated protein data (40 taxa x 20k sites, WAG+G4).
 
-Each rank count runs `mpirun -np N python -m engine.mpi run.nex` in a fresh folder; the rate is measured
+Each rank count runs `mpirun -np N python -m mbgpu.mpi run.nex` in a fresh folder; the rate is measured
 between the first and the last printed generation on rank 0's screen, so start-up (data, kernels,
 initial state) is not counted. The .p files of every rank count are compared with the 1-rank run's.
 
@@ -51,7 +51,7 @@ def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: st
         f.write(block(data, case, ngen))
     env = dict(os.environ, MBGPU_BACKEND=backend, PYTHONUNBUFFERED="1")
     start = time.time()
-    proc = subprocess.Popen(launcher(n) + [sys.executable, "-m", "engine.mpi", "run.nex"], cwd=work, env=env,
+    proc = subprocess.Popen(launcher(n) + [sys.executable, "-m", "mbgpu.mpi", "run.nex"], cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stamps, lines = [], []
     for line in proc.stdout:

@@ -19,10 +19,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mcmc_gpu import CASES, simulate  # noqa: E402
 
-from engine.moves import bitplanes  # noqa: E402
-from engine.moves.base import MoveContext  # noqa: E402
-from engine.moves.pars_spr import ParsSPR  # noqa: E402
-from engine.tree import random_tree  # noqa: E402
+from mbgpu.moves import bitplanes  # noqa: E402
+from mbgpu.moves.base import MoveContext  # noqa: E402
+from mbgpu.moves.pars_spr import ParsSPR  # noqa: E402
+from mbgpu.tree import random_tree  # noqa: E402
 
 
 def time_path(planes: bool, tree, ctx, calls: int) -> tuple[float, list[float]]:
@@ -45,8 +45,8 @@ def time_gpu(tree, ctx, calls: int) -> tuple[float, float, float, list[float]]:
     on the GPU."""
     import pycuda.driver as drv
 
-    from engine.cuda.context import open_device
-    from engine.cuda.parsimony import GpuParsimony, segment
+    from mbgpu.cuda.context import open_device
+    from mbgpu.cuda.parsimony import GpuParsimony, segment
 
     gpu = GpuParsimony(open_device(None))
     kernel_s = []

@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 
-from engine.grid.dielectric import ElectrostaticModel
-from engine.grid.gpf import GridSpec
-from engine.grid.reference import grid_points, potential_at, relative_coords
+from mbgpu.grid.dielectric import ElectrostaticModel
+from mbgpu.grid.gpf import GridSpec
+from mbgpu.grid.reference import grid_points, potential_at, relative_coords
 
 MODELS = {"constant": ElectrostaticModel(False, 4.0, 0.1406),
           "ddd": ElectrostaticModel(True, 40.0, 0.1406)}
@@ -60,7 +60,7 @@ def device_peaks(dev) -> tuple[str, float]:
 
 def sweep(dev, coords, charges, spec) -> None:
     """Kernel shapes on a smaller receptor: G evals/s per (shape, model, ddd mode)."""
-    from engine.cuda.coulomb import CoulombGrid, KernelShape
+    from mbgpu.cuda.coulomb import CoulombGrid, KernelShape
 
     shapes = [KernelShape(), KernelShape(nx=16, block_x=8), KernelShape(nx=16, block_x=16),
               KernelShape(nx=4, block_x=32, block_y=4), KernelShape(nx=16, block_x=8, atom_src="constant")]
@@ -84,8 +84,8 @@ def main() -> None:
     ap.add_argument("--cpu-points", type=int, default=512)
     ap.add_argument("--sweep", action="store_true", help="also try kernel shapes (20k atoms)")
     args = ap.parse_args()
-    from engine.cuda.context import open_device
-    from engine.cuda.coulomb import CoulombGrid, KernelShape
+    from mbgpu.cuda.context import open_device
+    from mbgpu.cuda.coulomb import CoulombGrid, KernelShape
 
     spec = GridSpec((args.npts,) * 3, 0.375, (10.0, -5.0, 2.5))
     coords, charges = generated_receptor(args.atoms, spec)

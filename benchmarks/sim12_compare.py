@@ -51,7 +51,7 @@ def run(out: Path, ngen: int, nruns: int, nchains: int, seed: int) -> float:
         "diagnfreq=10000 filename=ours;\n sumt filename=ours nruns=%d burninfrac=0.25;\n"
         " sump filename=ours nruns=%d burninfrac=0.25;\nend;\n" % (seed, seed + 1, ngen, nchains, nruns, nruns, nruns))
     t = time.time()
-    subprocess.run([sys.executable, "-m", "engine", "run.nex"], cwd=out, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "mbgpu", "run.nex"], cwd=out, check=True, stdout=subprocess.DEVNULL)
     return time.time() - t
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.hmm.alphabet import BACKGROUND, PAD
-from engine.hmm.fasta import SequenceDB
-from engine.hmm.hmmfile import HMM, read_hmms
-from engine.hmm.profile import byte_profile
-from engine.hmm.reference import ssv_raw
-from engine.hmm.scores import finalize_ssv
+from mbgpu.hmm.alphabet import BACKGROUND, PAD
+from mbgpu.hmm.fasta import SequenceDB
+from mbgpu.hmm.hmmfile import HMM, read_hmms
+from mbgpu.hmm.profile import byte_profile
+from mbgpu.hmm.reference import ssv_raw
+from mbgpu.hmm.scores import finalize_ssv
 
 HMM_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "aux" / "hmm"
 
@@ -74,8 +74,8 @@ def copy_bandwidth(dev) -> float:
 def gpu_bench(args) -> None:
     import pycuda.driver as drv
 
-    from engine.cuda.context import open_device
-    from engine.cuda.ssv import GpuDatabase
+    from mbgpu.cuda.context import open_device
+    from mbgpu.cuda.ssv import GpuDatabase
 
     dev = open_device()
     with dev:

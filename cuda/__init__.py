@@ -1,4 +1,4 @@
-"""CUDA side of mbgpu (installed as `engine.cuda`): device code in `*.cu`, pycuda host code beside it.
+"""CUDA side of mbgpu (installed as `mbgpu.cuda`): device code in `*.cu`, pycuda host code beside it.
 
 Importing this package does not import pycuda; `context.open_device` and `compiler.load_module` do.
 """

@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from engine.errors import CommandError
+from mbgpu.errors import CommandError
 
 
 def async_flush_enabled(env=None) -> bool:

@@ -1,11 +1,11 @@
-"""The CUDA likelihood backend: the protocol of engine.likelihood.protocol on one GPU (pycuda).
+"""The CUDA likelihood backend: the protocol of mbgpu.likelihood.protocol on one GPU (pycuda).
 
 A drop-in replacement for NumpyBackend with the same buffers and semantics (natural-log scale
 buffers, dest_scale_read, the edge child of a trifurcating root), kept on the device: partials
 float64[n_partials, C, P, S] (or float32 with precision='single'), matrices [n_matrices, C, S, S],
 float64 scale buffers. Kernels come from likelihood_partials.cu, likelihood_root.cu and
 likelihood_matrices.cu, compiled once per (states, categories, precision). Memory is planned before
-allocating (engine.cuda.memory_plan). `update_partials` runs one launch per dependency level of the
+allocating (mbgpu.cuda.memory_plan). `update_partials` runs one launch per dependency level of the
 ops (many nodes and chains per launch); `update_transition_matrices_many` and `root_log_likelihoods`
 are the batched forms of the per-chain calls. pycuda is imported inside functions only.
 """
@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from engine.errors import DeviceError
-from engine.likelihood.protocol import NONE, InstanceSpec
+from mbgpu.errors import DeviceError
+from mbgpu.likelihood.protocol import NONE, InstanceSpec
 
 from .async_io import HostStaging, async_flush_enabled
 from .batch import pack_flush, root_job_arrays, schedule_levels, scale_job_arrays
@@ -52,7 +52,7 @@ def matrix_stride(n_states: int, real: int) -> int:
 
 
 class CudaBackend:
-    """One likelihood instance on one GPU; see the module docstring and engine.likelihood.protocol."""
+    """One likelihood instance on one GPU; see the module docstring and mbgpu.likelihood.protocol."""
 
     def __init__(self, spec: InstanceSpec, *, device=None, precision: str = "double",
                  pattern_block: int | None = None, min_blocks: int | None = None, chains: int = 1):

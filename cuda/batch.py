@@ -13,8 +13,8 @@ from functools import cached_property
 
 import numpy as np
 
-from engine.likelihood.evaluate import NodeSlots, tree_operations
-from engine.likelihood.protocol import NONE
+from mbgpu.likelihood.evaluate import NodeSlots, tree_operations
+from mbgpu.likelihood.protocol import NONE
 
 SCALE_JOB_WIDTH = 5      # cumulative, reset, first, count, sign
 ROOT_JOB_WIDTH = 4       # root buffer, cumulative scale, edge child, edge child matrix

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from engine.errors import DeviceError
+from mbgpu.errors import DeviceError
 
 from . import KERNEL_DIR
 

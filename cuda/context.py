@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from engine.errors import DeviceError
+from mbgpu.errors import DeviceError
 
 
 def _driver():

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.errors import DeviceError
-from engine.grid.dielectric import ElectrostaticModel, reciprocal_table
-from engine.grid.gpf import GridSpec
+from mbgpu.errors import DeviceError
+from mbgpu.grid.dielectric import ElectrostaticModel, reciprocal_table
+from mbgpu.grid.gpf import GridSpec
 
 SOURCE = "coulomb.cu"
 DDD_MODES = {"table": 1, "closed": 0}
@@ -67,13 +67,13 @@ def pack_atoms(coords: np.ndarray, charges: np.ndarray, center) -> np.ndarray:
 
 
 class CoulombGrid:
-    """Electrostatic maps on `device` (an engine.cuda.context.Device made current by the caller)."""
+    """Electrostatic maps on `device` (an mbgpu.cuda.context.Device made current by the caller)."""
 
     def __init__(self, device, shape: KernelShape = KernelShape(), ddd_mode: str = "table",
                  slab_bytes: int = 1 << 29):
         if ddd_mode not in DDD_MODES:
             raise ValueError("ddd_mode must be one of %s" % list(DDD_MODES))
-        from engine.cuda.compiler import load_module
+        from mbgpu.cuda.compiler import load_module
 
         self.device, self.shape, self.slab_bytes = device, shape, int(slab_bytes)
         defines = dict(shape.defines(DDD_MODES[ddd_mode]), R_EXACT="%.1ff" % R_EXACT)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import DeviceError
+from mbgpu.errors import DeviceError
 
 RESERVE_BYTES = 256 << 20        # left free for the context, kernels and other allocations
 PRECISION_BYTES = {"double": 8, "single": 4}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.errors import DataError, DeviceError
+from mbgpu.errors import DataError, DeviceError
 
 NW_R = 8  # rows per lane of the compiled default (tiles of 32 * NW_R rows); 4 is the other variant
 NW_TW = 256

@@ -3,14 +3,14 @@
 The host turns the pruned tree (R rooted at the anchor tip, and the subtree S) into a small program of
 node rows, uploads it with the perturbed integer weights in one copy (the kernel packs their bit planes),
 and reads back one integer cost per regraft candidate: the same integers as
-engine.moves.bitplanes.missed_weights, so proposals do not change. A pattern set's tip planes are
+mbgpu.moves.bitplanes.missed_weights, so proposals do not change. A pattern set's tip planes are
 uploaded once. pycuda is imported inside functions.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from engine.moves.parsimony import rooted_children, rooted_order
+from mbgpu.moves.parsimony import rooted_children, rooted_order
 
 BLOCK = 128
 
@@ -66,7 +66,7 @@ def segment(n_states: int) -> int:
 
 
 class GpuParsimony:
-    """ParsSPR's costs on one device (an engine.cuda.context.Device). With MBGPU_ASYNC_FLUSH=1 each call
+    """ParsSPR's costs on one device (an mbgpu.cuda.context.Device). With MBGPU_ASYNC_FLUSH=1 each call
     runs on a stream of its own that does not wait for the likelihood flushes queued on the default
     stream (CU_STREAM_NON_BLOCKING), through page-locked buffers."""
 

@@ -3,14 +3,14 @@
 A `GpuDatabase` uploads a packed `SequenceDB` once (codes as 32-bit words, int64 offsets,
 lengths, and a longest-first launch order); `run(profile)` uploads the model's striped int16
 score table (about 60*M bytes, kept in shared memory) and returns the maximum SSV cell of each
-sequence, which `engine.hmm.scores.finalize_ssv` turns into HMMER's score. pycuda is imported
+sequence, which `mbgpu.hmm.scores.finalize_ssv` turns into HMMER's score. pycuda is imported
 inside functions so importing this module never needs a GPU.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from engine.errors import DeviceError
+from mbgpu.errors import DeviceError
 
 LANES = 8
 NROWS = 30          # residue codes 0..28 and PAD (29)

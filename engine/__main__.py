@@ -1,4 +1,4 @@
-"""`python -m engine ...` is the same as `mbgpu ...`."""
+"""`python -m mbgpu ...` is the same as `mbgpu ...`."""
 import sys
 
 from .cli import main

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from engine.patterns import PatternSet, division_patterns
+from mbgpu.patterns import PatternSet, division_patterns
 
 
 def division_pattern_sets(settings) -> list[list[PatternSet]]:
@@ -37,11 +37,11 @@ def output_stem(settings) -> str:
 
 def run_mcmc(interp) -> None:
     """Build the chains, report their starting states, run MC3, write the files, print the summary."""
-    from engine.checkpoint.session import CheckpointSession
-    from engine.likelihood.select import choose_backend
-    from engine.sampler.mc3 import MC3, RunOptions
-    from engine.sampler.setup import build_runs
-    from engine.sampler.sink import FileSink
+    from mbgpu.checkpoint.session import CheckpointSession
+    from mbgpu.likelihood.select import choose_backend
+    from mbgpu.sampler.mc3 import MC3, RunOptions
+    from mbgpu.sampler.setup import build_runs
+    from mbgpu.sampler.sink import FileSink
 
     s, con = interp.settings, interp.console
     ckp = CheckpointSession.begin(s, output_stem(s), con)  # append=yes: read, verify, adopt seeds
@@ -51,11 +51,11 @@ def run_mcmc(interp) -> None:
         s.options["Swapseed"] = s.options["Seed"]
     con.print("   Seed = %d" % s.options["Seed"])
     con.print("   Swapseed = %d" % s.options["Swapseed"])
-    from engine.mpi.comm import world
+    from mbgpu.mpi.comm import world
 
-    comm = world()    # launched by mpirun/srun: the distributed MC3 (engine.mpi); None for a serial run
+    comm = world()    # launched by mpirun/srun: the distributed MC3 (mbgpu.mpi); None for a serial run
     if comm is not None:
-        from engine.mpi.run import run_mcmc_mpi
+        from mbgpu.mpi.run import run_mcmc_mpi
 
         return run_mcmc_mpi(interp, comm, ckp)
     sets = division_pattern_sets(s)

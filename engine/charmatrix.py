@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.datatypes import CellCoder, alphabet
-from engine.errors import DataError
+from mbgpu.datatypes import CellCoder, alphabet
+from mbgpu.errors import DataError
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from engine.errors import CommandError
+from mbgpu.errors import CommandError
 
 _ITEM = re.compile(r"^(\d+|\.)(?:-(\d+|\.))?(?:\\(\d+))?$")
 

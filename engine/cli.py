@@ -32,7 +32,7 @@ def _run_subcommand(name: str, argv: list[str]) -> int:
 
 
 def _list_devices() -> int:
-    from engine.cuda.context import list_devices
+    from mbgpu.cuda.context import list_devices
 
     for d in list_devices():
         print("%d  %s  %.1f GiB  sm_%d%d" % (d.index, d.name, d.total_bytes / 2**30, *d.compute_capability))

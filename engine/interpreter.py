@@ -1,22 +1,22 @@
 """Executes NEXUS files and command lines in order: data blocks, trees blocks and mrbayes blocks.
 
 One `Interpreter` per session owns the `Settings` and the `Console`; it resolves command names
-through the table and hands each command to its handler in `engine.commands.handlers`.
+through the table and hands each command to its handler in `mbgpu.commands.handlers`.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from engine.commands import handlers
-from engine.commands.params import resolve
-from engine.commands.table import build_table
-from engine.console import Console
-from engine.errors import CommandError, InputFileError, MbgpuError, NexusError, NotImplementedYet
-from engine.nexus import datablock
-from engine.nexus.blocks import Command, check_header, iter_commands
-from engine.nexus.tokenizer import Source
-from engine.settings import Settings
+from mbgpu.commands import handlers
+from mbgpu.commands.params import resolve
+from mbgpu.commands.table import build_table
+from mbgpu.console import Console
+from mbgpu.errors import CommandError, InputFileError, MbgpuError, NexusError, NotImplementedYet
+from mbgpu.nexus import datablock
+from mbgpu.nexus.blocks import Command, check_header, iter_commands
+from mbgpu.nexus.tokenizer import Source
+from mbgpu.settings import Settings
 
 DATA_BLOCKS = ("data", "characters")
 COMMAND_BLOCKS = ("mrbayes", "mrbayes_block", "paup", "assumptions", "sets")

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.errors import ModelError, NotImplementedYet
-from engine.models import ModelSpec, empirical_frequencies
-from engine.patterns import PatternSet
+from mbgpu.errors import ModelError, NotImplementedYet
+from mbgpu.models import ModelSpec, empirical_frequencies
+from mbgpu.patterns import PatternSet
 
 _RATES = {"Equal": "equal", "Gamma": "gamma", "Propinv": "propinv", "Invgamma": "invgamma"}
 
@@ -76,8 +76,8 @@ def _aamodel(d, number: int) -> str:
     args = d.prset["Aamodelpr"].args
     if len(args) != 1 or not isinstance(args[0], str):
         raise ModelError("division %d: aamodelpr=fixed(NAME) expects one model name" % number)
-    from engine.commands.params import resolve
-    from engine.errors import CommandError
+    from mbgpu.commands.params import resolve
+    from mbgpu.errors import CommandError
 
     names = ("Poisson", "Jones", "Dayhoff", "Mtrev", "Mtmam", "Wag", "Rtrev", "Cprev", "Vt", "Blosum", "Lg",
              "Equalin", "Gtr")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.datatypes import DNA
+from mbgpu.datatypes import DNA
 
 _AA3 = ("Ala", "Arg", "Asn", "Asp", "Cys", "Gln", "Glu", "Gly", "His", "Ile", "Leu", "Lys", "Met", "Phe", "Pro",
         "Ser", "Thr", "Trp", "Tyr", "Val")

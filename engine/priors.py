@@ -10,7 +10,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
-from engine.errors import NotImplementedYet
+from mbgpu.errors import NotImplementedYet
 
 
 def log_dirichlet(x: np.ndarray, alpha: np.ndarray) -> float:

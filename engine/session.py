@@ -4,9 +4,9 @@ from __future__ import annotations
 import os
 import sys
 
-from engine.console import Console
-from engine.errors import MbgpuError
-from engine.interpreter import Interpreter, Quit
+from mbgpu.console import Console
+from mbgpu.errors import MbgpuError
+from mbgpu.interpreter import Interpreter, Quit
 
 PROMPT = "mbgpu > "
 

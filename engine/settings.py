@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.charmatrix import CharacterMatrix
-from engine.commands.table import CommandSpec
+from mbgpu.charmatrix import CharacterMatrix
+from mbgpu.commands.table import CommandSpec
 
 
 def defaults(spec: CommandSpec) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 Bit i stands for taxon i (0-based, in translate/taxon order). A split of an unrooted tree is stored
 without the outgroup (taxon 0 by default): the side that holds the outgroup is complemented away,
 which is how MrBayes prints splits ('.' on the outgroup side). Trees are given as nested tuples from
-`engine.output.tfile` (tips are ints, internal nodes tuples of children) or as `engine.tree.Tree`.
+`mbgpu.output.tfile` (tips are ints, internal nodes tuples of children) or as `mbgpu.tree.Tree`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from engine.diagnostics import asdsf_msdsf
+from mbgpu.diagnostics import asdsf_msdsf
 
 
 def normalise(bits: int, n_taxa: int, outgroup: int = 0) -> int:
@@ -43,7 +43,7 @@ def nested_splits(node, n_taxa: int, outgroup: int = 0) -> list[int]:
 
 
 def tree_splits(tree, outgroup: int = 0) -> list[int]:
-    """Non-trivial normalised splits of an `engine.tree.Tree` (parent-array tree)."""
+    """Non-trivial normalised splits of an `mbgpu.tree.Tree` (parent-array tree)."""
     n = tree.n_tips
     bits = [0] * tree.n_nodes
     for v in range(n):

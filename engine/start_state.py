@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.errors import DataError, ModelError
-from engine.tree import Tree, random_tree
+from mbgpu.errors import DataError, ModelError
+from mbgpu.tree import Tree, random_tree
 
 DEFAULT_BRLEN = 0.02
 

@@ -11,7 +11,7 @@ from typing import Callable, Mapping, Sequence, Union
 
 import numpy as np
 
-from engine.errors import DataError
+from mbgpu.errors import DataError
 
 BrlenSource = Union[float, Callable[[np.random.Generator, int], np.ndarray]]
 

@@ -1,4 +1,4 @@
-"""MPI side of mbgpu (installed as `engine.mpi`): rank layout, chain placement, swaps by message.
+"""MPI side of mbgpu (installed as `mbgpu.mpi`): rank layout, chain placement, swaps by message.
 
 Importing this package does not import mpi4py; the modules that need it import it when called.
 Modules: comm (launch detection, world, abort), layout (rank -> chains), devices (rank -> GPU,

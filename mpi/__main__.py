@@ -1,13 +1,13 @@
-"""`python -m engine.mpi FILE.nex`: the MPI-aware session (what `mbgpu FILE.nex` runs once engine/cli.py
-hands `_run_files` to engine.mpi.run.main); user errors print one line and give status 2."""
+"""`python -m mbgpu.mpi FILE.nex`: the MPI-aware session (what `mbgpu FILE.nex` runs once engine/cli.py
+hands `_run_files` to mbgpu.mpi.run.main); user errors print one line and give status 2."""
 import sys
 
-from engine.errors import MbgpuError
+from mbgpu.errors import MbgpuError
 
 
 def main(argv: list[str] | None = None) -> int:
-    from engine.mpi.run import main as run_main
-    from engine.session import run_cli
+    from mbgpu.mpi.run import main as run_main
+    from mbgpu.session import run_cli
 
     try:
         return run_main(list(sys.argv[1:] if argv is None else argv), run_cli)

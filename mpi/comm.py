@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Mapping
 
-from engine.errors import MbgpuError
+from mbgpu.errors import MbgpuError
 
 # Environment variables that launchers set in every process they start, with the world size.
 SIZE_KEYS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS")

@@ -7,14 +7,14 @@ Rule (documented in docs/hpc.md):
    i mod (number of visible devices); under `CUDA_VISIBLE_DEVICES` / `srun --gpus-per-task=1` a rank sees
    one device, so this is device 0 and several ranks may share one GPU.
 The choice is passed to the backend through `MBGPU_DEVICE` in this process' environment, which
-`engine.cuda.context.open_device()` reads.
+`mbgpu.cuda.context.open_device()` reads.
 """
 from __future__ import annotations
 
 import os
 from typing import Mapping
 
-from engine.errors import DeviceError
+from mbgpu.errors import DeviceError
 
 
 def local_comm(comm):
@@ -51,7 +51,7 @@ def pick_device(local_rank: int, visible: int, env: Mapping[str, str]) -> tuple[
 
 def assign_device(local_rank: int) -> str:
     """Choose this rank's GPU, export it as MBGPU_DEVICE, and return a label for the layout table."""
-    from engine.cuda.context import list_devices
+    from mbgpu.cuda.context import list_devices
 
     devices = list_devices()
     index, _why = pick_device(local_rank, len(devices), os.environ)

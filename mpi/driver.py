@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 import signal
 
-from engine.errors import CommandError
-from engine.sampler.mc3 import MC3
-from engine.sampler.batch_step import step_generation
+from mbgpu.errors import CommandError
+from mbgpu.sampler.mc3 import MC3
+from mbgpu.sampler.batch_step import step_generation
 
 FAULT_ENV = "MBGPU_MPI_FAULT"   # "RANK:GEN:raise|kill|usr1" -- for the abort and signal tests only
 
@@ -46,7 +46,7 @@ def parse_fault(text: str | None) -> tuple[int, int, str] | None:
 
 
 class DistributedMC3(MC3):
-    """MC3 over MPI ranks (see the module docstring); `layout` is an engine.mpi.layout.Layout."""
+    """MC3 over MPI ranks (see the module docstring); `layout` is an mbgpu.mpi.layout.Layout."""
 
     def __init__(self, runs, opts, swap_rng, sink, console, comm, layout):
         super().__init__(runs, opts, swap_rng, sink, console)
@@ -65,7 +65,7 @@ class DistributedMC3(MC3):
         return gen
 
     def step_all(self) -> None:
-        """This rank's chains take one batched step (engine.sampler.batch_step), then scalars if needed."""
+        """This rank's chains take one batched step (mbgpu.sampler.batch_step), then scalars if needed."""
         o = self.opts
         runs = sorted({r for r, _c in self.local})
         mine = [[c for r2, c in self.local if r2 == r] for r in runs]
@@ -155,7 +155,7 @@ class DistributedMC3(MC3):
             ckp.finish(self)
 
     def _gather_states(self) -> dict | None:
-        from engine.checkpoint.chain_state import capture_chain
+        from mbgpu.checkpoint.chain_state import capture_chain
 
         return self.gather_chain_states(capture_chain)
 

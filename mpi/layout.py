@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import CommandError
+from mbgpu.errors import CommandError
 
 
 @dataclass(frozen=True)

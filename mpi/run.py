@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import socket
 
-from engine.errors import MbgpuError
-from engine.mpi.comm import NullConsole, abort, world
+from mbgpu.errors import MbgpuError
+from mbgpu.mpi.comm import NullConsole, abort, world
 
 QUIT, MCMC = "quit", "mcmc"
 
@@ -43,7 +43,7 @@ def serve(comm) -> int:
 def run_mcmc_mpi(interp, comm, ckp=None) -> None:
     """The `mcmc` command under MPI, called on rank 0 (or on every rank when the CLI hook is absent).
 
-    `ckp` is rank 0's engine.checkpoint.session.CheckpointSession (None: no checkpoints).
+    `ckp` is rank 0's mbgpu.checkpoint.session.CheckpointSession (None: no checkpoints).
     """
     if comm.Get_rank() != 0:     # every rank read the file itself: take rank 0's settings and seeds
         _kind, settings = comm.bcast(None, root=0)
@@ -59,9 +59,9 @@ def run_mcmc_mpi(interp, comm, ckp=None) -> None:
 def distributed_mcmc(s, con, comm, ckp) -> None:
     """Every rank: checks that fail for the user raise the same MbgpuError on every rank; then the
     analysis, where any failure on any rank aborts the job."""
-    from engine.analysis import division_pattern_sets, report_patterns
-    from engine.mpi.layout import Layout
-    from engine.sampler.mc3 import RunOptions
+    from mbgpu.analysis import division_pattern_sets, report_patterns
+    from mbgpu.mpi.layout import Layout
+    from mbgpu.sampler.mc3 import RunOptions
 
     opts = RunOptions.from_settings(s.mcmc)
     layout = Layout(opts.nruns, opts.nchains, comm.Get_size(), int(s.options.get("Sitesplit") or 1))
@@ -86,8 +86,8 @@ def _backend(s, con, comm, layout):
     """(factory or None, device label, node communicator); the GPU is chosen per local rank."""
     import os
 
-    from engine.likelihood.select import _cuda_available, choose_backend, decide
-    from engine.mpi.devices import assign_device, local_comm
+    from mbgpu.likelihood.select import _cuda_available, choose_backend, decide
+    from mbgpu.mpi.devices import assign_device, local_comm
 
     local = local_comm(comm)
     if s.mcmc.get("Data", "Yes") != "Yes":
@@ -97,7 +97,7 @@ def _backend(s, con, comm, layout):
         label = assign_device(local.Get_rank())
     factory = choose_backend(s.options, con)
     if layout.sitesplit > 1:
-        from engine.mpi.sitesplit import split_factory
+        from mbgpu.mpi.sitesplit import split_factory
 
         group = comm.Split(layout.group_of(comm.Get_rank()), comm.Get_rank())
         factory = split_factory(factory, group)
@@ -106,9 +106,9 @@ def _backend(s, con, comm, layout):
 
 def _build(s, sets, opts, factory, comm, layout, local, gpu: bool):
     """Build this rank's chains (others become RemoteChain); on a GPU node local rank 0 goes first."""
-    from engine.mpi.devices import compile_once_per_node
-    from engine.mpi.driver import RemoteChain
-    from engine.sampler.setup import build_runs
+    from mbgpu.mpi.devices import compile_once_per_node
+    from mbgpu.mpi.driver import RemoteChain
+    from mbgpu.sampler.setup import build_runs
 
     mine = set(layout.chains_of(comm.Get_rank()))
 
@@ -123,9 +123,9 @@ def _build(s, sets, opts, factory, comm, layout, local, gpu: bool):
 
 def _restore(runs, comm, layout, ckp) -> None:
     """append=yes: rank 0 sends every rank the checkpointed states of its chains (any N on either side)."""
-    from engine.checkpoint.chain_state import restore_chain
-    from engine.checkpoint.errors import CheckpointMismatch
-    from engine.checkpoint.state import chain_state
+    from mbgpu.checkpoint.chain_state import restore_chain
+    from mbgpu.checkpoint.errors import CheckpointMismatch
+    from mbgpu.checkpoint.state import chain_state
 
     payload = ckp.payload if comm.Get_rank() == 0 and ckp is not None else None
     if not comm.bcast(payload is not None, root=0):
@@ -143,10 +143,10 @@ def _restore(runs, comm, layout, ckp) -> None:
 def _analysis(s, con, comm, layout, opts, sets, ckp) -> None:
     import numpy as np
 
-    from engine.analysis import _run_id, output_stem
-    from engine.checkpoint.session import CheckpointSession
-    from engine.mpi.driver import DistributedMC3, MpiSink
-    from engine.sampler.sink import FileSink
+    from mbgpu.analysis import _run_id, output_stem
+    from mbgpu.checkpoint.session import CheckpointSession
+    from mbgpu.mpi.driver import DistributedMC3, MpiSink
+    from mbgpu.sampler.sink import FileSink
 
     rank = comm.Get_rank()
     factory, label, local = _backend(s, con, comm, layout)

@@ -22,7 +22,7 @@ SHARED = ROOT.parent / "shared"
 
 def _cuda_ok() -> bool:
     try:
-        from engine.cuda.context import cuda_available
+        from mbgpu.cuda.context import cuda_available
     except ImportError:
         return False
     return cuda_available()

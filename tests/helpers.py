@@ -1,8 +1,8 @@
 """Small helpers shared by the tests: run NEXUS text through an Interpreter with captured output."""
 import io
 
-from engine.console import Console
-from engine.interpreter import Interpreter
+from mbgpu.console import Console
+from mbgpu.interpreter import Interpreter
 
 DNA4 = """#NEXUS
 begin data;

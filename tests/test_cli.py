@@ -11,7 +11,7 @@ from tests.helpers import DNA4
 
 def mbgpu(*args, stdin=None, cwd=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "engine", *args], input=stdin, capture_output=True, env=env,
+    return subprocess.run([sys.executable, "-m", "mbgpu", *args], input=stdin, capture_output=True, env=env,
                           text=True, cwd=cwd, timeout=120)
 
 
@@ -108,7 +108,7 @@ end;
         "execute-missing-file", "aamodel-name-at-prset", "mcmc-two-taxa"])
 def test_every_bad_input_is_one_line_and_status_2(tmp_path, monkeypatch, capsys, text, where, message):
     """Issue 2's bad-input list through the CLI entry point: status 2, one located line, no traceback."""
-    from engine.cli import main
+    from mbgpu.cli import main
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bad.nex").write_text(text)
@@ -120,7 +120,7 @@ def test_every_bad_input_is_one_line_and_status_2(tmp_path, monkeypatch, capsys,
 
 
 def test_a_directory_is_not_a_file(tmp_path, capsys):
-    from engine.cli import main
+    from mbgpu.cli import main
 
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().err == "mbgpu: error: cannot open '%s': not a file\n" % tmp_path

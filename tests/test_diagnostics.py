@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from engine.diagnostics import asdsf_msdsf, ess, min_count, psrf, split_stddevs
-from engine.output.tfile import read_tfile
-from engine.splits import SplitCounter, nested_splits
-from engine.summary.pfile import read_pfile
+from mbgpu.diagnostics import asdsf_msdsf, ess, min_count, psrf, split_stddevs
+from mbgpu.output.tfile import read_tfile
+from mbgpu.splits import SplitCounter, nested_splits
+from mbgpu.summary.pfile import read_pfile
 
 PRIM = "mrbayes/reference_runs/primates_gtrig_20k/primates.nex"
 

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from engine.console import Console
-from engine.errors import NotImplementedYet
-from engine.interpreter import Interpreter
+from mbgpu.console import Console
+from mbgpu.errors import NotImplementedYet
+from mbgpu.interpreter import Interpreter
 from tests.conftest import SHARED
 
 ORACLES = sorted((SHARED / "data" / "oracles").glob("*.nex"))

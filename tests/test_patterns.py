@@ -1,9 +1,9 @@
 import numpy as np
 
-from engine.analysis import division_pattern_sets
-from engine.interpreter import Interpreter
-from engine.console import Console
-from engine.patterns import compress, division_patterns
+from mbgpu.analysis import division_pattern_sets
+from mbgpu.interpreter import Interpreter
+from mbgpu.console import Console
+from mbgpu.patterns import compress, division_patterns
 import io
 
 

@@ -1,10 +1,10 @@
-"""engine.priors.BrlensPrior: the per-shape shortcut gives brlens_log_prior's value bit for bit."""
+"""mbgpu.priors.BrlensPrior: the per-shape shortcut gives brlens_log_prior's value bit for bit."""
 import numpy as np
 import pytest
 
-from engine.commands.params import parse_prior_text
-from engine.priors import BrlensPrior, brlens_log_prior
-from engine.tree import random_tree
+from mbgpu.commands.params import parse_prior_text
+from mbgpu.priors import BrlensPrior, brlens_log_prior
+from mbgpu.tree import random_tree
 
 
 @pytest.mark.parametrize("text", ["Unconstrained:GammaDir(1,0.1,1,1)", "Unconstrained:GammaDir(2,0.5,1.5,0.7)",

@@ -3,9 +3,9 @@ import io
 
 import pytest
 
-from engine.console import Console
-from engine.errors import NotImplementedYet
-from engine.interpreter import Interpreter
+from mbgpu.console import Console
+from mbgpu.errors import NotImplementedYet
+from mbgpu.interpreter import Interpreter
 from tests.conftest import SHARED
 
 FILES = sorted((SHARED / "data" / "mrbayes").glob("*.nex")) + sorted((SHARED / "data" / "oracles").glob("*.nex"))
@@ -17,14 +17,14 @@ DIMS = {"primates": (12, 898), "avian_ovomucoids": (89, 88), "cynmix": (32, 3246
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
 def test_file_loads(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # anything a file writes lands here
-    import engine.analysis
-    real = engine.analysis.run_mcmc
+    import mbgpu.analysis
+    real = mbgpu.analysis.run_mcmc
 
     def two_generations(interp):  # the example blocks ask for real analyses: build them, run 2 generations
         interp.settings.mcmc["Ngen"] = min(interp.settings.mcmc["Ngen"], 2)
         real(interp)
 
-    monkeypatch.setattr(engine.analysis, "run_mcmc", two_generations)
+    monkeypatch.setattr(mbgpu.analysis, "run_mcmc", two_generations)
     it = Interpreter(Console(io.StringIO()))
     try:
         it.run_file(str(path))

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from engine.errors import DataError
-from engine.tree import Tree, random_tree
+from mbgpu.errors import DataError
+from mbgpu.tree import Tree, random_tree
 
 TAXA = {"A": 0, "B": 1, "C": 2, "D": 3, "E": 4}
 

@@ -1,7 +1,7 @@
 """Global (Needleman-Wunsch) alignment with a linear gap penalty: `mbgpu align` and its Python API.
 
-`align(a, b)` and `align_records(pairs)` run on the GPU (engine.cuda.nw) when one is usable, else on
-the exact numpy reference (engine.align.reference); results are `Alignment` records.
+`align(a, b)` and `align_records(pairs)` run on the GPU (mbgpu.cuda.nw) when one is usable, else on
+the exact numpy reference (mbgpu.align.reference); results are `Alignment` records.
 """
 from .alignment import Alignment, cigar, identity, rescore
 from .api import align, align_records

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from engine.errors import DataError
+from mbgpu.errors import DataError
 
 from . import reference
 from .alignment import Alignment, check_int32
@@ -29,7 +29,7 @@ def _pick_backend(backend: str) -> str:
         raise DataError("backend must be one of %s, not %r" % (", ".join(BACKENDS), backend))
     if backend != "auto":
         return backend
-    from engine.cuda.context import cuda_available
+    from mbgpu.cuda.context import cuda_available
 
     return "gpu" if cuda_available() else "cpu"
 
@@ -80,8 +80,8 @@ def _cpu(a, b, mat: ScoringMatrix, gap: int, score_only: bool):
 
 def _gpu(coded, mat: ScoringMatrix, gap: int, score_only: bool, device):
     """(score, ops or None) per pair from the CUDA kernels (batch kernel for several score-only pairs)."""
-    from engine.cuda import nw
-    from engine.cuda.context import open_device
+    from mbgpu.cuda import nw
+    from mbgpu.cuda.context import open_device
 
     dev = device if device is not None else open_device()
     if score_only and len(coded) > 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.errors import DataError, InputFileError, Location
+from mbgpu.errors import DataError, InputFileError, Location
 
 from .alignment import cigar, identity, render
 from .api import BACKENDS, align_records
@@ -79,7 +79,7 @@ def _write(text: str, path: str | None) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point of `mbgpu align`; user mistakes raise MbgpuError (printed by engine.cli)."""
+    """Entry point of `mbgpu align`; user mistakes raise MbgpuError (printed by mbgpu.cli)."""
     args = build_parser().parse_args(argv)
     if args.width < 1:
         raise DataError("--width must be >= 1")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import DataError, InputFileError, Location
+from mbgpu.errors import DataError, InputFileError, Location
 
 from .matrices import ScoringMatrix
 

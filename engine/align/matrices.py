@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import InputFileError
+from mbgpu.errors import InputFileError
 
 # NCBI BLOSUM62, scale ln(2)/2: the classic 24 letters exactly as in parasail and Biopython, plus the
 # J (I/L) row and column of the BLAST+ 25-letter version.

@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from engine.checkpoint.errors import CheckpointMismatch
-from engine.sampler.model_state import rate_multiplier
-from engine.tree import Tree
+from mbgpu.checkpoint.errors import CheckpointMismatch
+from mbgpu.sampler.model_state import rate_multiplier
+from mbgpu.tree import Tree
 
 COUNT_KEYS = ("tried", "accepted", "batch_tried", "batch_accepted", "batches")
 LNL_RTOL = 1e-9

@@ -1,11 +1,11 @@
 """Typed errors of checkpoint reading and resuming; each names the file and what is wrong with it.
 
-They derive from engine.errors.InputFileError so the CLI prints them as one `file:line:col: error:` line
+They derive from mbgpu.errors.InputFileError so the CLI prints them as one `file:line:col: error:` line
 with exit status 2 (the mcmc command's location is attached by the command handler).
 """
 from __future__ import annotations
 
-from engine.errors import InputFileError
+from mbgpu.errors import InputFileError
 
 
 class CheckpointError(InputFileError):

@@ -13,8 +13,8 @@ import os
 
 import numpy as np
 
-from engine.checkpoint.errors import CheckpointCorrupt
-from engine.checkpoint.schema import FORMAT, PREVIOUS, SCHEMA_VERSION, TEMPORARY
+from mbgpu.checkpoint.errors import CheckpointCorrupt
+from mbgpu.checkpoint.schema import FORMAT, PREVIOUS, SCHEMA_VERSION, TEMPORARY
 
 TEXT = "text"
 

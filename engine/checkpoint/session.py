@@ -18,12 +18,12 @@ import time
 
 import numpy as np
 
-from engine.checkpoint import h5io, validate
-from engine.checkpoint.errors import CheckpointCorrupt, CheckpointMissing
-from engine.checkpoint.schema import PREVIOUS, checkpoint_path
-from engine.checkpoint.signals import RunStopped, StopFlag, stop_on_signals
-from engine.checkpoint.state import capture, restore, restore_chains
-from engine.version import __version__
+from mbgpu.checkpoint import h5io, validate
+from mbgpu.checkpoint.errors import CheckpointCorrupt, CheckpointMissing
+from mbgpu.checkpoint.schema import PREVIOUS, checkpoint_path
+from mbgpu.checkpoint.signals import RunStopped, StopFlag, stop_on_signals
+from mbgpu.checkpoint.state import capture, restore, restore_chains
+from mbgpu.version import __version__
 
 IND = "   "
 
@@ -92,7 +92,7 @@ class CheckpointSession:
         return self.payload is not None
 
     def check_inputs(self, settings, sets, opts) -> None:
-        from engine.sampler.sink import output_paths
+        from mbgpu.sampler.sink import output_paths
 
         self.fprints = validate.fingerprints(settings, sets)
         self.seeds = (int(settings.options["Seed"]), int(settings.options["Swapseed"]))

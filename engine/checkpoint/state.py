@@ -2,7 +2,7 @@
 
 `capture(mc3, sink)` and `restore(mc3, sink, state)` are the only entry points the run driver needs.
 Paths are the HDF5 dataset names ('mc3/ranks', 'chains/run0_chain1/brlen', ...). A distributed driver
-captures its local chains with `capture_chain` (engine.checkpoint.chain_state), gathers those dicts on
+captures its local chains with `capture_chain` (mbgpu.checkpoint.chain_state), gathers those dicts on
 rank 0 and passes them as `chain_states={(run, chain): dict}`; on resume it hands every rank
 `chain_state(state, run, chain)` for its chains. See docs/checkpoints.md for the layout.
 """
@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from engine.checkpoint.chain_state import capture_chain, chain_key, restore_chain, rng_json, set_rng
-from engine.checkpoint.errors import CheckpointMismatch
+from mbgpu.checkpoint.chain_state import capture_chain, chain_key, restore_chain, rng_json, set_rng
+from mbgpu.checkpoint.errors import CheckpointMismatch
 
 
 def capture(mc3, sink, chain_states: dict | None = None) -> dict:

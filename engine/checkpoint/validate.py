@@ -7,8 +7,8 @@ import hashlib
 import json
 import os
 
-from engine.checkpoint import schema
-from engine.checkpoint.errors import CheckpointCorrupt, CheckpointMismatch, OutputMismatch
+from mbgpu.checkpoint import schema
+from mbgpu.checkpoint.errors import CheckpointCorrupt, CheckpointMismatch, OutputMismatch
 
 REQUIRED = ("meta/mbgpu_version", "meta/data_sha256", "meta/model_sha256", "meta/run_sha256",
             "meta/settings_json", "meta/seeds", "mc3/generation", "mc3/ranks", "mc3/swap_tried",

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import charsets as cs
-from engine.commands import helptext
-from engine.commands.params import resolve
-from engine.commands.values import Assignment, parse_assignments
-from engine.errors import CommandError, MbgpuError, NotImplementedYet
+from mbgpu import charsets as cs
+from mbgpu.commands import helptext
+from mbgpu.commands.params import resolve
+from mbgpu.commands.values import Assignment, parse_assignments
+from mbgpu.errors import CommandError, MbgpuError, NotImplementedYet
 
 
 def _located(cmd, tok, err: MbgpuError) -> MbgpuError:
@@ -84,7 +84,7 @@ def do_mcmc(interp, spec, cmd, run: bool = True) -> None:
         interp.settings.mcmc[name] = value
     if run:
         _need_data(interp, cmd)
-        from engine.analysis import run_mcmc
+        from mbgpu.analysis import run_mcmc
 
         try:
             run_mcmc(interp)
@@ -96,7 +96,7 @@ def do_summary(interp, spec, cmd) -> None:
     store = getattr(interp.settings, spec.name.lower())
     for name, value, _ in assignments(spec, cmd):
         store[name] = value
-    from engine.summary import run_sump, run_sumt
+    from mbgpu.summary import run_sump, run_sumt
 
     try:
         (run_sump if spec.name == "Sump" else run_sumt)(interp.settings, interp.console)
@@ -243,7 +243,7 @@ def do_showmodel(interp, spec, cmd) -> None:
 
 
 def do_quit(interp, spec, cmd) -> None:
-    from engine.interpreter import Quit
+    from mbgpu.interpreter import Quit
 
     raise Quit()
 

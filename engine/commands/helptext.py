@@ -2,7 +2,7 @@
 `showmodel` summary, and the Markdown command reference (docs/commands.md)."""
 from __future__ import annotations
 
-from engine.commands.params import Param
+from mbgpu.commands.params import Param
 
 
 def command_list(table) -> str:
@@ -76,7 +76,7 @@ def model_summary(settings) -> str:
 def markdown_reference(table) -> str:
     """The command reference page, generated so it never disagrees with the parser."""
     out = ["# Command reference", "",
-           "Generated from the command table (`python -m engine.commands.reference > docs/commands.md`).",
+           "Generated from the command table (`python -m mbgpu.commands.reference > docs/commands.md`).",
            "Command names, parameter names and enumerated values accept any unique prefix, case-insensitively;",
            "an exact match always wins.", ""]
     for spec in table.values():

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from engine.errors import CommandError
+from mbgpu.errors import CommandError
 
 from .values import Value
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.errors import CommandError
-from engine.nexus.tokenizer import Token
+from mbgpu.errors import CommandError
+from mbgpu.nexus.tokenizer import Token
 
 
 @dataclass

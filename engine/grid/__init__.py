@@ -3,7 +3,7 @@
 Readers for receptors (PDBQT, PQR) and AutoGrid grid parameter files, the AutoGrid 4.2.6
 electrostatics model (constant or Mehler-Solmajer distance-dependent dielectric), a blocked numpy
 reference, and writers for AutoGrid `.e.map` and OpenDX `.dx`. The CUDA kernels live in
-`engine.cuda.coulomb`.
+`mbgpu.cuda.coulomb`.
 """
 from .dielectric import ElectrostaticModel
 from .gpf import GridParameters, GridSpec, read_gpf

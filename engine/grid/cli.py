@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import MbgpuError
+from mbgpu.errors import MbgpuError
 
 from .gpf import read_gpf
 from .mapfile import MapHeader, write_dx, write_emap
@@ -53,7 +53,7 @@ def output_paths(args, params) -> tuple[Path, Path]:
 
 
 def main(argv: list[str]) -> int:
-    """Run the tool; user mistakes raise MbgpuError (printed as one line by engine.cli)."""
+    """Run the tool; user mistakes raise MbgpuError (printed as one line by mbgpu.cli)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.errors import DeviceError
+from mbgpu.errors import DeviceError
 
 from .dielectric import ElectrostaticModel
 from .gpf import GridSpec
@@ -16,7 +16,7 @@ BACKENDS = ("auto", "gpu", "cpu")
 def gpu_usable() -> bool:
     """True when pycuda and a CUDA device are there (the `auto` backend then uses the GPU)."""
     try:
-        from engine.cuda.context import cuda_available
+        from mbgpu.cuda.context import cuda_available
     except ImportError:
         return False
     return cuda_available()
@@ -30,8 +30,8 @@ def compute_potential(receptor: Receptor, spec: GridSpec, model: ElectrostaticMo
     use_gpu = backend == "gpu" or (backend == "auto" and gpu_usable())
     if not use_gpu:
         return potential_grid(spec, receptor.coords, receptor.charges, model), "cpu (numpy)"
-    from engine.cuda.context import open_device
-    from engine.cuda.coulomb import CoulombGrid
+    from mbgpu.cuda.context import open_device
+    from mbgpu.cuda.coulomb import CoulombGrid
 
     dev = open_device(device)
     with dev:

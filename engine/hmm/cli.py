@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.errors import CommandError, InputFileError, Location
+from mbgpu.errors import CommandError, InputFileError, Location
 
 from .fasta import read_fasta
 from .hmmfile import read_hmms
@@ -39,7 +39,7 @@ def _backend(choice: str) -> str:
     if choice != "auto":
         return choice
     try:
-        from engine.cuda.context import cuda_available
+        from mbgpu.cuda.context import cuda_available
     except ImportError:
         return "cpu"
     return "gpu" if cuda_available() else "cpu"

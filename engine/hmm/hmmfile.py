@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import InputFileError, Location
+from mbgpu.errors import InputFileError, Location
 
 from .alphabet import K
 

@@ -33,7 +33,7 @@ class Result:
 def ssv_raw_backend(prof: ByteProfile, db: SequenceDB, backend: str) -> np.ndarray:
     """Max signed SSV cell per sequence from the chosen backend ('cpu' or 'gpu')."""
     if backend == "gpu":
-        from engine.cuda.ssv import ssv_raw_gpu
+        from mbgpu.cuda.ssv import ssv_raw_gpu
 
         return ssv_raw_gpu(prof, db)
     return ssv_raw(prof, db)

@@ -1,7 +1,7 @@
 """Many chains' likelihood work for one pattern set in ONE backend instance, evaluated in one flush.
 
 A `SharedInstance` holds the buffers of `n_lanes` lanes (a lane = one chain's view of the pattern set;
-index spaces as engine.cuda.batch.ChainSlots: tips shared, each lane a block of partials, matrices and
+index spaces as mbgpu.cuda.batch.ChainSlots: tips shared, each lane a block of partials, matrices and
 scale buffers). Lanes queue `LaneJob`s (matrices to compute, partial operations with their dependency
 level, the scale buffers to sum, the root call); `flush()` evaluates every queued job and returns
 the root log likelihoods:
@@ -10,7 +10,7 @@ the root log likelihoods:
   for all lanes, one launch per level of all lanes' operations, one scale launch and one root launch,
   queued without waiting; `collect` then reads the root sums (one small device-to-host copy);
 * any other backend (numpy) gets each job's protocol calls in turn, exactly the calls a per-chain
-  engine.sampler.incremental.IncrementalPartition makes, so results are bitwise the same.
+  mbgpu.sampler.incremental.IncrementalPartition makes, so results are bitwise the same.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.likelihood.evaluate import _compact_states
-from engine.likelihood.protocol import InstanceSpec
+from mbgpu.likelihood.evaluate import _compact_states
+from mbgpu.likelihood.protocol import InstanceSpec
 
 
 @dataclass(frozen=True)

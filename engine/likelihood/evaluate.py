@@ -11,11 +11,11 @@ from typing import Callable, Iterable, Optional
 
 import numpy as np
 
-from engine.errors import DataError, ModelError
-from engine.likelihood.numpy_backend import NumpyBackend
-from engine.likelihood.protocol import NONE, InstanceSpec, LikelihoodBackend
-from engine.models.substitution import SubstitutionModel, build_model
-from engine.tree import Tree
+from mbgpu.errors import DataError, ModelError
+from mbgpu.likelihood.numpy_backend import NumpyBackend
+from mbgpu.likelihood.protocol import NONE, InstanceSpec, LikelihoodBackend
+from mbgpu.models.substitution import SubstitutionModel, build_model
+from mbgpu.tree import Tree
 
 BackendFactory = Callable[[InstanceSpec], LikelihoodBackend]
 

@@ -1,4 +1,4 @@
-"""The numpy float64 reference backend of the likelihood protocol (engine.likelihood.protocol).
+"""The numpy float64 reference backend of the likelihood protocol (mbgpu.likelihood.protocol).
 
 Vectorised over categories and patterns: a child's contribution is one batched matmul
 (categories x patterns x states) @ (categories x states x states), or a gather from the transposed
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from engine.likelihood.protocol import NONE, InstanceSpec
+from mbgpu.likelihood.protocol import NONE, InstanceSpec
 
 
 class NumpyBackend:

@@ -24,7 +24,7 @@ Key concepts (after BEAGLE, but 64-bit and Pythonic):
   unrooted root is finished), S_p the cumulative log scale; returns sum_p n_p log L_p with
   compensated summation over patterns (n_p the pattern weights).
 
-Node slots are double-buffered by the caller (engine.likelihood.evaluate.NodeSlots): node v's partials
+Node slots are double-buffered by the caller (mbgpu.likelihood.evaluate.NodeSlots): node v's partials
 live in buffer n_tips + 2*(v - n_tips) + active[v]; a proposal writes the other slot and flips,
 a rejection flips back (no copies).
 """

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from engine.errors import CommandError
-from engine.likelihood.numpy_backend import NumpyBackend
+from mbgpu.errors import CommandError
+from mbgpu.likelihood.numpy_backend import NumpyBackend
 
 SCALING = {"always": True, "dynamic": 4}     # PartitionLikelihood's `scaling`: every node / every 4th
 
@@ -44,14 +44,14 @@ def _option(options: Mapping, key: str, default: str) -> str:
 
 def _cuda_available() -> bool:
     try:
-        from engine.cuda.context import cuda_available
+        from mbgpu.cuda.context import cuda_available
     except ImportError:
         return False
     return cuda_available()
 
 
 def _gpu_factory(precision: str) -> Callable:
-    from engine.cuda.backend import backend_factory
+    from mbgpu.cuda.backend import backend_factory
 
     return backend_factory(precision=precision)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import ModelError
+from mbgpu.errors import ModelError
 
 AA_ORDER = "ARNDCQEGHILKMFPSTWYV"
 EMPIRICAL_MODELS = ("jones", "dayhoff", "mtrev", "mtmam", "wag", "rtrev", "cprev", "vt", "blosum", "lg")

@@ -6,7 +6,7 @@ from typing import Optional
 
 import numpy as np
 
-from engine.errors import ModelError
+from mbgpu.errors import ModelError
 
 DATATYPES = ("dna", "rna", "protein", "standard")
 RATE_MODELS = ("equal", "gamma", "propinv", "invgamma")

@@ -2,7 +2,7 @@
 
 Conventions (those of MrBayes 3.2.7a, verified against its likelihoods):
 * Q[i][j] = S[i][j] * pi[j] for i != j, rows sum to zero, scaled so -sum_i pi_i Q_ii = 1.
-* Discrete gamma: K equal-weight categories with MrBayes' category means (engine.models.discrete_gamma).
+* Discrete gamma: K equal-weight categories with MrBayes' category means (mbgpu.models.discrete_gamma).
 * +I: the variable categories' rates are divided by (1 - pinvar) so the mean rate stays 1; the site
   likelihood is pinvar * L_inv + (1 - pinvar) * (1/K) sum_k L_k.
 """
@@ -13,10 +13,10 @@ from functools import cached_property
 
 import numpy as np
 
-from engine.errors import ModelError
-from engine.models.aamatrices import aa_revmat_to_matrix, load_aamodel
-from engine.models.discrete_gamma import discrete_gamma
-from engine.models.spec import ModelSpec
+from mbgpu.errors import ModelError
+from mbgpu.models.aamatrices import aa_revmat_to_matrix, load_aamodel
+from mbgpu.models.discrete_gamma import discrete_gamma
+from mbgpu.models.spec import ModelSpec
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,14 @@
 Each move is an object with `name`, `weight`, `tuning`, `target` and
 `propose(tree, rng, ctx) -> Proposal`; see base.py and docs/moves.md.
 """
-from engine.moves.base import (BRLENS_MAX, BRLENS_MIN, Move, MoveContext, Proposal, autotune_multiplier,
+from mbgpu.moves.base import (BRLENS_MAX, BRLENS_MIN, Move, MoveContext, Proposal, autotune_multiplier,
                                brlen_bounds)
-from engine.moves.branch import Multiplier, NodeSlider, TreeLengthMultiplier
-from engine.moves.graph import check_tree, dirty_nodes
-from engine.moves.nni import NNI
-from engine.moves.pars_spr import ParsSPR
-from engine.moves.spr import ExtSPR
-from engine.moves.tbr import ExtTBR
+from mbgpu.moves.branch import Multiplier, NodeSlider, TreeLengthMultiplier
+from mbgpu.moves.graph import check_tree, dirty_nodes
+from mbgpu.moves.nni import NNI
+from mbgpu.moves.pars_spr import ParsSPR
+from mbgpu.moves.spr import ExtSPR
+from mbgpu.moves.tbr import ExtTBR
 
 
 def default_tree_moves() -> list[Move]:

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from engine.tree import Tree
+from mbgpu.tree import Tree
 
 BRLENS_MIN = 1e-8    # MrBayes bayes.h BRLENS_MIN
 BRLENS_MAX = 100.0   # MrBayes bayes.h BRLENS_MAX
@@ -65,7 +65,7 @@ data once (ParsSPR's bit planes and weight-noise plans), shared by the chains th
     n_states: Sequence[int] | None = None
     rate_mults: Sequence[float] | None = None
     anchor: int = 0
-    parsimony: Any = None      # engine.cuda.parsimony.GpuParsimony when the likelihood runs on a GPU
+    parsimony: Any = None      # mbgpu.cuda.parsimony.GpuParsimony when the likelihood runs on a GPU
     prepared: dict = field(default_factory=dict, repr=False, compare=False)   # per-data caches of moves
 
 

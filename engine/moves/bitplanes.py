@@ -3,7 +3,7 @@
 A pattern set's state-set masks are packed as one plane per state of 64-pattern words (uint64
 [k, n_words] per node), so a numpy call treats 64 patterns at once, and a candidate's weighted count of
 missed patterns is a popcount against the bit planes of the integer weights. Costs are the same
-integers as the per-pattern formulas (engine.moves.parsimony), so proposals do not change.
+integers as the per-pattern formulas (mbgpu.moves.parsimony), so proposals do not change.
 """
 from __future__ import annotations
 

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from engine.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
-from engine.moves.graph import path_to_root
-from engine.tree import Tree
+from mbgpu.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
+from mbgpu.moves.graph import path_to_root
+from mbgpu.tree import Tree
 
 
 def _edges(tree: Tree) -> np.ndarray:

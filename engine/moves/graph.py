@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.tree import Tree
+from mbgpu.tree import Tree
 
 
 class Adjacency(list):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.moves.base import Move, MoveContext, Proposal, aborted, make_proposal
-from engine.tree import Tree
+from mbgpu.moves.base import Move, MoveContext, Proposal, aborted, make_proposal
+from mbgpu.tree import Tree
 
 
 class NNI(Move):

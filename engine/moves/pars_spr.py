@@ -17,13 +17,13 @@ import math
 
 import numpy as np
 
-from engine.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
-from engine.moves.graph import Adjacency, link, to_tree, undirected, unlink
-from engine.moves import bitplanes
-from engine.moves.bitplanes import PlaneOps
-from engine.moves.parsimony import downpass, final_sets, infer_n_states, missed_weights, rooted_children
-from engine.moves.weight_noise import WeightNoise
-from engine.tree import Tree
+from mbgpu.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
+from mbgpu.moves.graph import Adjacency, link, to_tree, undirected, unlink
+from mbgpu.moves import bitplanes
+from mbgpu.moves.bitplanes import PlaneOps
+from mbgpu.moves.parsimony import downpass, final_sets, infer_n_states, missed_weights, rooted_children
+from mbgpu.moves.weight_noise import WeightNoise
+from mbgpu.tree import Tree
 
 
 def planes_states(planes: np.ndarray | None, masks) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.moves.graph import Adjacency
+from mbgpu.moves.graph import Adjacency
 
 
 def rooted_order(adj: Adjacency, root: int) -> tuple[list[int], dict[int, int]]:
@@ -55,7 +55,7 @@ def downpass(adj: Adjacency, root: int, masks: np.ndarray, n_tips: int,
     """Fitch downpass sets of every node of the component hanging from `root` (root's set included).
 
     `root` may be a tip only when it is the tree's root of this traversal (its set is then its mask).
-    `ops`: MaskOps for one mask per pattern, engine.moves.bitplanes.PlaneOps for packed bit planes.
+    `ops`: MaskOps for one mask per pattern, mbgpu.moves.bitplanes.PlaneOps for packed bit planes.
     """
     if order is None or parent is None:
         order, parent = rooted_order(adj, root)

@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from engine.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
-from engine.moves.graph import Adjacency, link, prune, regraft, to_tree, undirected, unlink
-from engine.tree import Tree
+from mbgpu.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
+from mbgpu.moves.graph import Adjacency, link, prune, regraft, to_tree, undirected, unlink
+from mbgpu.tree import Tree
 
 
 def can_slide(adj: Adjacency, w: int, keep: int, n_tips: int) -> bool:

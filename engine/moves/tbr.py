@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
-from engine.moves.graph import link, to_tree, undirected
-from engine.moves.spr import can_slide, slide_node
-from engine.tree import Tree
+from mbgpu.moves.base import Move, MoveContext, Proposal, aborted, brlen_bounds, make_proposal, multiply
+from mbgpu.moves.graph import link, to_tree, undirected
+from mbgpu.moves.spr import can_slide, slide_node
+from mbgpu.tree import Tree
 
 
 class ExtTBR(Move):

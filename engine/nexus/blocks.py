@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from engine.errors import NexusError
+from mbgpu.errors import NexusError
 
 from .tokenizer import Source, Token, next_token, read_quoted, skip_comment
 

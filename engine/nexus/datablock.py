@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.charmatrix import CharacterMatrix, Format, encode
-from engine.commands.params import resolve
-from engine.commands.values import parse_assignments
-from engine.datatypes import DATATYPES
-from engine.errors import CommandError, DataError, NexusError
-from engine.settings import TreeRecord
+from mbgpu.charmatrix import CharacterMatrix, Format, encode
+from mbgpu.commands.params import resolve
+from mbgpu.commands.values import parse_assignments
+from mbgpu.datatypes import DATATYPES
+from mbgpu.errors import CommandError, DataError, NexusError
+from mbgpu.settings import TreeRecord
 
 from .blocks import Command
 from .matrix import read_rows

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.errors import DataError
+from mbgpu.errors import DataError
 
 from .tokenizer import Source, next_token, skip_blank
 

@@ -9,7 +9,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from engine.errors import Location, NexusError
+from mbgpu.errors import Location, NexusError
 
 PUNCT = set(";=,(){}:")
 _WORD = re.compile(r"[^\s\[\]'\";=,(){}:]+")

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence, TextIO
 
-from engine.errors import InputFileError, Location
+from mbgpu.errors import InputFileError, Location
 
 
 def format_length(x: float, scientific: bool = True, precision: int = 6) -> str:
@@ -43,7 +43,7 @@ class TFileWriter:
 
 
 def newick_of(tree, scientific: bool = True, precision: int = 6, outgroup: int = 0) -> str:
-    """Newick of an `engine.tree.Tree` with 1-based tip numbers (translate indices), MrBayes' number format.
+    """Newick of an `mbgpu.tree.Tree` with 1-based tip numbers (translate indices), MrBayes' number format.
 
     Unrooted trees are written as MrBayes writes them: the basal trifurcation is the outgroup's neighbour
     and the outgroup comes last, so no written clade holds the outgroup (sumt relies on that).

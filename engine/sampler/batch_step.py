@@ -1,7 +1,7 @@
 """Batched generations: every chain's proposal is queued, then ONE flush per pattern set evaluates all of
-them (engine.likelihood.batched.SharedInstance), then every chain decides.
+them (mbgpu.likelihood.batched.SharedInstance), then every chain decides.
 
-`LanePartition` is the batched twin of engine.sampler.incremental.IncrementalPartition (same
+`LanePartition` is the batched twin of mbgpu.sampler.incremental.IncrementalPartition (same
 attributes and calls: `propose`, `accept`, `reject`, `lnl`, `tree`, `model`, `mult`), living in a lane of
 a SharedInstance that all chains of the analysis share. `stage()` finds the dirty nodes (vectorised
 over the parent arrays), flips their slots and queues the work without computing; `flush_chains()`
@@ -17,11 +17,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from engine.errors import CommandError
-from engine.likelihood.batched import LaneJob, SharedInstance
-from engine.likelihood.protocol import NONE
-from engine.models import build_model
-from engine.tree import Tree
+from mbgpu.errors import CommandError
+from mbgpu.likelihood.batched import LaneJob, SharedInstance
+from mbgpu.likelihood.protocol import NONE
+from mbgpu.models import build_model
+from mbgpu.tree import Tree
 
 
 def sampler_mode(env=None) -> str:
@@ -152,8 +152,8 @@ class LanePartition:
 
     def _mkv_dummy(self):
         """The all-0/all-1 binary patterns (Mkv correction), on the numpy backend: two patterns."""
-        from engine.likelihood.evaluate import PartitionLikelihood
-        from engine.likelihood.numpy_backend import NumpyBackend
+        from mbgpu.likelihood.evaluate import PartitionLikelihood
+        from mbgpu.likelihood.numpy_backend import NumpyBackend
 
         binary = build_model(replace(self.model.spec, n_states=2, coding="all"))
         tips = np.zeros((self.n_tips, 2, 2))
@@ -298,7 +298,7 @@ def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
     group while the device still computes the later ones. groups=1: one flush for all chains.
     A chain's draws come only from its own stream, so the order across chains changes no result.
     """
-    from engine.sampler.swaps import heat
+    from mbgpu.sampler.swaps import heat
 
     chains = [c for run in runs for c in run]
     heats = [heat(rank[pos], opts.temp) for run, rank in zip(runs, ranks) for pos in range(len(run))]
@@ -328,7 +328,7 @@ class PartFactory:
     def new(self, k: int, tips, weights, model, fixed_mult: float):
         """The likelihood of pattern set k for one more chain."""
         if self.mode == "chain":
-            from engine.sampler.incremental import IncrementalPartition
+            from mbgpu.sampler.incremental import IncrementalPartition
 
             return IncrementalPartition(tips, weights, model, fixed_mult, self.factory, self.n_tips)
         shared = self.shared.get(k)

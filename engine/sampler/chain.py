@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.errors import ModelError
-from engine.sampler.incremental import IncrementalPartition
-from engine.sampler.model_state import ModelCache, rate_multiplier, spec_with_values
-from engine.sampler.param_moves import ParamMove, record
-from engine.tree import Tree
+from mbgpu.errors import ModelError
+from mbgpu.sampler.incremental import IncrementalPartition
+from mbgpu.sampler.model_state import ModelCache, rate_multiplier, spec_with_values
+from mbgpu.sampler.param_moves import ParamMove, record
+from mbgpu.tree import Tree
 
 
 @dataclass
@@ -117,7 +117,7 @@ class Chain:
     # -- one step ----------------------------------------------------------------------------
     def step(self, heat: float, tunefreq: int, autotune: bool) -> None:
         """Pick a move by weight, propose, accept or reject (restoring caches on rejection)."""
-        from engine.sampler.batch_step import flush_chains
+        from mbgpu.sampler.batch_step import flush_chains
 
         pending = self.begin_step()
         flush_chains([self])

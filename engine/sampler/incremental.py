@@ -1,6 +1,6 @@
 """One partition's likelihood for one chain, recomputing only what a proposal changed.
 
-Every node owns two partial/scale slots and two matrix slots (engine.likelihood.evaluate.NodeSlots).
+Every node owns two partial/scale slots and two matrix slots (mbgpu.likelihood.evaluate.NodeSlots).
 A proposal writes the inactive slots of the nodes it dirtied and flips them; `reject()` flips them
 back, `accept()` keeps them: no copies. Dirty nodes are found by diffing the old and new tree, so
 moves need not report what they touched.
@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from engine.likelihood.evaluate import NodeSlots, _compact_states
-from engine.likelihood.protocol import NONE
-from engine.models import build_model
-from engine.tree import Tree
+from mbgpu.likelihood.evaluate import NodeSlots, _compact_states
+from mbgpu.likelihood.protocol import NONE
+from mbgpu.models import build_model
+from mbgpu.tree import Tree
 
 
 class IncrementalPartition:
@@ -44,7 +44,7 @@ class IncrementalPartition:
         self._mkv = self._mkv_dummy(factory) if model.spec.coding == "variable" else None
 
     def _mkv_dummy(self, factory):
-        from engine.likelihood.evaluate import PartitionLikelihood
+        from mbgpu.likelihood.evaluate import PartitionLikelihood
 
         binary = build_model(replace(self.model.spec, n_states=2, coding="all"))
         tips = np.zeros((self.n_tips, 2, 2))

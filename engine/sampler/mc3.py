@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.sampler.batch_step import step_generation
-from engine.sampler.screen import IND, acceptance_table, chain_line, heat_table, hms, swap_table
-from engine.sampler.swaps import SwapTable, try_swap
+from mbgpu.sampler.batch_step import step_generation
+from mbgpu.sampler.screen import IND, acceptance_table, chain_line, heat_table, hms, swap_table
+from mbgpu.sampler.swaps import SwapTable, try_swap
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Which parameter values each division's model uses, and building (cached) models from them.
 
-A chain's state holds one value array per free parameter (engine.parameters.FreeParameter); a
+A chain's state holds one value array per free parameter (mbgpu.parameters.FreeParameter); a
 division's ModelSpec is its base spec (fixed values and settings) with those values filled in.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from engine.models import build_model
+from mbgpu.models import build_model
 
 _FIELD = {"tratio": "kappa", "revmat": "revmat", "statefreq": "statefreqs", "shape": "alpha", "pinvar": "pinvar"}
 

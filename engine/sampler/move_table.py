@@ -1,14 +1,14 @@
 """MrBayes' default moves for the free parameters of an analysis, with names and relative weights.
 
-Parameter moves come from engine.sampler.param_moves; tree moves (topology and branch lengths) from
-engine.moves. Each chain gets its own copies, so tuning and counters are per chain.
+Parameter moves come from mbgpu.sampler.param_moves; tree moves (topology and branch lengths) from
+mbgpu.moves. Each chain gets its own copies, so tuning and counters are per chain.
 """
 from __future__ import annotations
 
 import copy
 import math
 
-from engine.sampler.param_moves import ParamMove
+from mbgpu.sampler.param_moves import ParamMove
 
 # kind -> [(MrBayes name, move kind, weight, tuning, tuning name)]
 _PARAM_MOVES = {
@@ -42,9 +42,9 @@ def parameter_moves(params, n_divisions: int) -> list[ParamMove]:
 
 
 def tree_moves(n_divisions: int) -> list:
-    """The unconstrained-tree moves (engine.moves) with MrBayes' default weights and names."""
-    from engine.moves import default_tree_moves
-    from engine.sampler.tree_move_slot import TreeMoveSlot
+    """The unconstrained-tree moves (mbgpu.moves) with MrBayes' default weights and names."""
+    from mbgpu.moves import default_tree_moves
+    from mbgpu.sampler.tree_move_slot import TreeMoveSlot
 
     sfx = "{all}" if n_divisions > 1 else ""
     out = []

@@ -109,7 +109,7 @@ def record(move, accepted: bool, tunefreq: int, autotune: bool) -> None:
 
 def tune(move, rate: float) -> None:
     """Step size up when accepting above target (Dirichlet: concentration down), by exp(delta)."""
-    if hasattr(move, "move"):  # a wrapped tree move tunes itself (engine.moves.base.Move.tune)
+    if hasattr(move, "move"):  # a wrapped tree move tunes itself (mbgpu.moves.base.Move.tune)
         move.move.tune(rate)
         return
     delta = min(0.01, 1.0 / math.sqrt(move.counts["batches"]))

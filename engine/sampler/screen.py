@@ -1,7 +1,7 @@
 """Screen output of a run in MrBayes' layout: chain lines, diagnostics, the final summaries."""
 from __future__ import annotations
 
-from engine.sampler.swaps import heat
+from mbgpu.sampler.swaps import heat
 
 IND = "      "
 

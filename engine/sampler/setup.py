@@ -7,15 +7,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.model_settings import build_division_models, rate_multipliers
-from engine.models import build_model
-from engine.parameters import free_parameters
-from engine.priors import BrlensPrior, parameter_log_prior, topology_log_prior
-from engine.sampler.chain import Chain, PartSlot
-from engine.sampler.batch_step import PartFactory
-from engine.sampler.model_state import ModelCache
-from engine.sampler.move_table import build_moves, copy_moves
-from engine.start_state import start_tree
+from mbgpu.model_settings import build_division_models, rate_multipliers
+from mbgpu.models import build_model
+from mbgpu.parameters import free_parameters
+from mbgpu.priors import BrlensPrior, parameter_log_prior, topology_log_prior
+from mbgpu.sampler.chain import Chain, PartSlot
+from mbgpu.sampler.batch_step import PartFactory
+from mbgpu.sampler.model_state import ModelCache
+from mbgpu.sampler.move_table import build_moves, copy_moves
+from mbgpu.start_state import start_tree
 
 
 def chain_rng(seed: int, run: int, chain: int) -> np.random.Generator:
@@ -67,13 +67,13 @@ def _gpu_parsimony(factory):
     device = getattr(getattr(factory, "make", factory), "device", None)
     if device is None or os.environ.get("MBGPU_GPU_PARSIMONY", "1") == "0":
         return None
-    from engine.cuda.parsimony import GpuParsimony
+    from mbgpu.cuda.parsimony import GpuParsimony
 
     return GpuParsimony(device)
 
 
 def _move_context(settings, sets, factory=None):
-    from engine.moves.base import MoveContext
+    from mbgpu.moves.base import MoveContext
 
     flat = [ps for group in sets for ps in group if ps.n_patterns]
     return MoveContext(n_tips=settings.matrix.ntax, brlens_prior=settings.divisions[0].prset["Brlenspr"],

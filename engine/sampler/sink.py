@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 import os
 
-from engine.errors import InputFileError, ModelError
-from engine.output.mcmcfile import McmcFileWriter
-from engine.output.pfile import PFileWriter
-from engine.output.tfile import TFileWriter, newick_of
-from engine.parameters import column_names, parameter_values
-from engine.sampler.screen import IND
-from engine.splits import SplitCounter
+from mbgpu.errors import InputFileError, ModelError
+from mbgpu.output.mcmcfile import McmcFileWriter
+from mbgpu.output.pfile import PFileWriter
+from mbgpu.output.tfile import TFileWriter, newick_of
+from mbgpu.parameters import column_names, parameter_values
+from mbgpu.sampler.screen import IND
+from mbgpu.splits import SplitCounter
 
 
 def _open(path: str, mode: str = "w"):

@@ -1,4 +1,4 @@
-"""Adapter giving engine.moves tree moves the counters and tuning view the chain and files use."""
+"""Adapter giving mbgpu.moves tree moves the counters and tuning view the chain and files use."""
 from __future__ import annotations
 
 

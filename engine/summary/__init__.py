@@ -3,7 +3,7 @@
 They read MrBayes' own files as well as ours. Entry points: `run_sump(settings, console)` and
 `run_sumt(settings, console)`.
 """
-from engine.summary.sump import run_sump
-from engine.summary.sumt import run_sumt
+from mbgpu.summary.sump import run_sump
+from mbgpu.summary.sumt import run_sumt
 
 __all__ = ["run_sump", "run_sumt"]

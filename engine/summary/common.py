@@ -5,7 +5,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from engine.errors import InputFileError, Location
+from mbgpu.errors import InputFileError, Location
 
 
 @dataclass(frozen=True)

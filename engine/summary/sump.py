@@ -5,12 +5,12 @@ import math
 
 import numpy as np
 
-from engine.diagnostics import ess, mean_variance, psrf
-from engine.errors import InputFileError, Location
-from engine.summary.common import (Burnin, burnin_of, check_exists, emit, file_stem, mb_num,
+from mbgpu.diagnostics import ess, mean_variance, psrf
+from mbgpu.errors import InputFileError, Location
+from mbgpu.summary.common import (Burnin, burnin_of, check_exists, emit, file_stem, mb_num,
                                    number_format, output_stem, run_files)
-from engine.summary.pfile import read_pfile
-from engine.summary.plots import overlay_plot, plot_header, single_plot
+from mbgpu.summary.pfile import read_pfile
+from mbgpu.summary.plots import overlay_plot, plot_header, single_plot
 
 _SKIP = ("Gen", "LnL", "LnPr")
 _MODEL_INDICATORS = ("aamodel", "gtrsubmodel")

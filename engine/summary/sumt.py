@@ -12,12 +12,12 @@ import math
 
 import numpy as np
 
-from engine.diagnostics import mean_variance, psrf
-from engine.errors import InputFileError, Location
-from engine.output.tfile import read_tfile
-from engine.summary.common import (burnin_of, check_exists, emit, file_stem, mb_num, number_format,
+from mbgpu.diagnostics import mean_variance, psrf
+from mbgpu.errors import InputFileError, Location
+from mbgpu.output.tfile import read_tfile
+from mbgpu.summary.common import (burnin_of, check_exists, emit, file_stem, mb_num, number_format,
                                    output_stem, run_files)
-from engine.summary.sump import hpd_median
+from mbgpu.summary.sump import hpd_median
 
 
 class _Part:

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.align.fasta import encode, read_fasta
-from engine.align.matrices import blosum62
+from mbgpu.align.fasta import encode, read_fasta
+from mbgpu.align.matrices import blosum62
 
 
 @pytest.fixture(scope="session")

@@ -4,11 +4,11 @@ import re
 import numpy as np
 import pytest
 
-from engine.align import align, cigar, rescore
-from engine.align.fasta import encode, parse_fasta
-from engine.align.matrices import blosum62, load_matrix, parse_ncbi
-from engine.cli import main
-from engine.errors import InputFileError
+from mbgpu.align import align, cigar, rescore
+from mbgpu.align.fasta import encode, parse_fasta
+from mbgpu.align.matrices import blosum62, load_matrix, parse_ncbi
+from mbgpu.cli import main
+from mbgpu.errors import InputFileError
 
 
 def _run(argv, capsys):

@@ -1,10 +1,10 @@
-"""CUDA kernels (engine.cuda.nw) against the numpy reference and the shared parasail/Biopython oracle."""
+"""CUDA kernels (mbgpu.cuda.nw) against the numpy reference and the shared parasail/Biopython oracle."""
 import numpy as np
 import pytest
 
-from engine.align import reference
-from engine.align.alignment import rescore
-from engine.align.matrices import blosum62, dna
+from mbgpu.align import reference
+from mbgpu.align.alignment import rescore
+from mbgpu.align.matrices import blosum62, dna
 
 pytestmark = pytest.mark.gpu
 GAP = 11
@@ -12,7 +12,7 @@ GAP = 11
 
 @pytest.fixture(scope="module")
 def dev():
-    from engine.cuda.context import open_device
+    from mbgpu.cuda.context import open_device
 
     return open_device()
 
@@ -28,7 +28,7 @@ def _related(rng, m, n, alphabet=20):
 
 
 def test_oracle_pairs_scores_and_tracebacks(dev, nw_cases):
-    from engine.cuda import nw
+    from mbgpu.cuda import nw
 
     mat = blosum62()
     for name, a, b, expected, _ in nw_cases:
@@ -44,7 +44,7 @@ def test_oracle_pairs_scores_and_tracebacks(dev, nw_cases):
 def test_random_pairs_vs_reference(dev, tw):
     """Edge shapes (1 x n, tile multiples, +-1 around tiles) and tile widths vs the numpy reference, with
     both tracebacks (kept directions, tile recomputation): optimal, and the same alignment."""
-    from engine.cuda import nw
+    from mbgpu.cuda import nw
 
     mat = blosum62()
     rng = np.random.default_rng(11 + tw)
@@ -66,7 +66,7 @@ def test_random_pairs_vs_reference(dev, tw):
 @pytest.mark.parametrize("rows,tw", [(4, 64), (4, 128)])
 def test_four_rows_per_lane(dev, rows, tw):
     """The 128-row tile variant: scores from the numpy reference, optimal and identical tracebacks."""
-    from engine.cuda import nw
+    from mbgpu.cuda import nw
 
     mat = blosum62()
     rng = np.random.default_rng(21 + tw)
@@ -84,7 +84,7 @@ def test_four_rows_per_lane(dev, rows, tw):
 
 def test_kept_directions_on_a_long_pair(dev):
     """Many tiles in both directions (12 x 40 at tw=64), score from the numpy reference, same ops."""
-    from engine.cuda import nw
+    from mbgpu.cuda import nw
 
     mat = blosum62()
     a, b = _related(np.random.default_rng(8), 3000, 2500, 20)
@@ -97,7 +97,7 @@ def test_kept_directions_on_a_long_pair(dev):
 
 
 def test_batch_vs_reference(dev):
-    from engine.cuda import nw
+    from mbgpu.cuda import nw
 
     mat = blosum62()
     rng = np.random.default_rng(5)
@@ -108,7 +108,7 @@ def test_batch_vs_reference(dev):
 
 
 def test_batch_oracle_pairs(dev, nw_cases):
-    from engine.cuda import nw
+    from mbgpu.cuda import nw
 
     mat = blosum62()
     got = nw.batch_scores(dev, [(a, b) for _, a, b, _, _ in nw_cases], mat.scores, GAP)
@@ -116,7 +116,7 @@ def test_batch_oracle_pairs(dev, nw_cases):
 
 
 def test_dna_matrix_on_gpu(dev):
-    from engine.cuda import nw
+    from mbgpu.cuda import nw
 
     mat = dna(5, -4)
     rng = np.random.default_rng(3)
@@ -128,7 +128,7 @@ def test_dna_matrix_on_gpu(dev):
 
 
 def test_cli_on_gpu(nw_dir, tmp_path, capsys):
-    from engine.cli import main
+    from mbgpu.cli import main
 
     out = tmp_path / "aln.txt"
     status = main(["align", str(nw_dir / "homolog_2k_A.fa"), str(nw_dir / "homolog_2k_B.fa"), "--device", "gpu",

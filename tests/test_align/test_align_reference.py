@@ -6,9 +6,9 @@ pytest.importorskip("hypothesis")  # absent on the GPU image; these are CPU test
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from engine.align import reference  # noqa: E402
-from engine.align.alignment import cigar, parse_cigar, rescore  # noqa: E402
-from engine.align.matrices import blosum62, dna  # noqa: E402
+from mbgpu.align import reference  # noqa: E402
+from mbgpu.align.alignment import cigar, parse_cigar, rescore  # noqa: E402
+from mbgpu.align.matrices import blosum62, dna  # noqa: E402
 
 GAP = 11
 

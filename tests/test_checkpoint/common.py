@@ -2,8 +2,8 @@
 import hashlib
 import io
 
-from engine.console import Console
-from engine.interpreter import Interpreter
+from mbgpu.console import Console
+from mbgpu.interpreter import Interpreter
 from tests.conftest import SHARED
 
 PRIMATES = SHARED / "data" / "mrbayes" / "primates.nex"

@@ -1,6 +1,6 @@
 """kill -9 at random moments of a run with frequent checkpoints, then `mcmc append=yes`.
 
-Each trial starts `python -m engine` (the `mbgpu` command) in a fresh folder, waits for its first
+Each trial starts `python -m mbgpu` (the `mbgpu` command) in a fresh folder, waits for its first
 checkpoint, kills it with SIGKILL after a random delay (so some kills land inside a checkpoint write),
 checks that NAME.ckp.h5 (or, failing that, NAME.ckp.h5~) is a valid checkpoint, resumes it with
 append=yes and compares every output file with an uninterrupted run's.
@@ -40,7 +40,7 @@ def mbgpu(folder: Path, text: str, name: str) -> subprocess.Popen:
     cmd = folder.parent / ("%s_%s.nex" % (folder.name, name))
     cmd.write_text(text)
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-m", "engine", str(cmd)], cwd=folder, env=env,
+    return subprocess.Popen([sys.executable, "-m", "mbgpu", str(cmd)], cwd=folder, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -59,8 +59,8 @@ def reference(folder: Path) -> Path:
 
 def usable_checkpoint(folder: Path) -> tuple[str, int]:
     """(file name, generation) of the checkpoint append=yes will use; raises if none is valid."""
-    from engine.checkpoint.session import load_for_resume
-    from engine.console import Console
+    from mbgpu.checkpoint.session import load_for_resume
+    from mbgpu.console import Console
 
     note = io.StringIO()
     payload, source = load_for_resume(str(folder / "r.ckp.h5"), Console(note))

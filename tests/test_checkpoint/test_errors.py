@@ -5,8 +5,8 @@ import shutil
 import h5py
 import pytest
 
-from engine.checkpoint.errors import CheckpointCorrupt, CheckpointMismatch, CheckpointMissing, OutputMismatch
-from engine.cli import main
+from mbgpu.checkpoint.errors import CheckpointCorrupt, CheckpointMismatch, CheckpointMissing, OutputMismatch
+from mbgpu.cli import main
 from tests.test_checkpoint.common import PRIMATES, block, hashes, run_in, run_text, same_outputs
 
 

@@ -5,10 +5,10 @@ import h5py
 import numpy as np
 import pytest
 
-from engine.checkpoint import h5io
-from engine.checkpoint.errors import CheckpointCorrupt, CheckpointMissing
-from engine.checkpoint.session import load_for_resume
-from engine.console import Console
+from mbgpu.checkpoint import h5io
+from mbgpu.checkpoint.errors import CheckpointCorrupt, CheckpointMissing
+from mbgpu.checkpoint.session import load_for_resume
+from mbgpu.console import Console
 
 
 STEPS = ("write", "link", "replace_prev", "replace_new", "fsync_dir")
@@ -132,7 +132,7 @@ def test_a_crash_at_any_step_leaves_a_valid_checkpoint(tmp_path, monkeypatch, cr
 
 def load_for_resume_any(path, console):
     """load_for_resume without the REQUIRED-datasets check (these payloads are synthetic)."""
-    import engine.checkpoint.session as session
+    import mbgpu.checkpoint.session as session
 
     real = session.validate.require
     session.validate.require = lambda p, where: None

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from engine.checkpoint.signals import RunStopped
-from engine.console import Console
-from engine.interpreter import Interpreter
-from engine.sampler.mc3 import MC3
+from mbgpu.checkpoint.signals import RunStopped
+from mbgpu.console import Console
+from mbgpu.interpreter import Interpreter
+from mbgpu.sampler.mc3 import MC3
 from tests.test_checkpoint.common import block, run_in, run_text, same_outputs
 
 
@@ -61,7 +61,7 @@ def test_message_and_summary_on_stop(tmp_path, monkeypatch):
 def test_sigterm_to_the_mbgpu_process(tmp_path):
     cmd = tmp_path / "a.nex"
     cmd.write_text(block(100000, "checkfreq=1000000"))
-    proc = subprocess.Popen([sys.executable, "-m", "engine", str(cmd)], cwd=tmp_path, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "mbgpu", str(cmd)], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     t0 = time.time()
     while not (tmp_path / "r.run1.p").exists() and time.time() - t0 < 60:
@@ -71,7 +71,7 @@ def test_sigterm_to_the_mbgpu_process(tmp_path):
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 143, out[-1500:]
     assert "SIGTERM received." in out and "resume with 'mcmc append=yes ngen=100000'" in out
-    from engine.checkpoint.session import load
+    from mbgpu.checkpoint.session import load
 
     gen = int(load(str(tmp_path / "r.ckp.h5"))["mc3/generation"][0])
     assert 0 < gen < 100000 and "Checkpoint written at generation %d to r.ckp.h5" % gen in out

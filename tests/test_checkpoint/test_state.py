@@ -4,11 +4,11 @@ import shutil
 import numpy as np
 import pytest
 
-from engine.checkpoint import h5io
-from engine.checkpoint.errors import CheckpointMismatch
-from engine.checkpoint.schema import canonical, first_difference
-from engine.checkpoint.state import capture_splits, restore_splits
-from engine.splits import SplitCounter
+from mbgpu.checkpoint import h5io
+from mbgpu.checkpoint.errors import CheckpointMismatch
+from mbgpu.checkpoint.schema import canonical, first_difference
+from mbgpu.checkpoint.state import capture_splits, restore_splits
+from mbgpu.splits import SplitCounter
 from tests.test_checkpoint.common import block, hashes, run_in, run_text, same_outputs
 
 

@@ -1,8 +1,8 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from engine.commands.params import resolve
-from engine.errors import CommandError, MbgpuError, NotImplementedYet
+from mbgpu.commands.params import resolve
+from mbgpu.errors import CommandError, MbgpuError, NotImplementedYet
 from tests.helpers import DNA4, interp_for, output
 
 
@@ -107,7 +107,7 @@ def test_showmodel_and_log(tmp_path):
 
 
 def test_exclude_changes_patterns(tmp_path):
-    from engine.analysis import division_pattern_sets
+    from mbgpu.analysis import division_pattern_sets
 
     it = run(tmp_path, "exclude 5-8;")
     sets = division_pattern_sets(it.settings)
@@ -120,8 +120,8 @@ def test_exclude_changes_patterns(tmp_path):
                                  "'q'", "outgroup", "startvals", "tau", "help", "exclude", "unlink"]),
                 max_size=12))
 def test_fuzz_command_parser_raises_only_our_errors(tmp_path_factory, words):
-    from engine.interpreter import Quit
-    from engine.console import Console
+    from mbgpu.interpreter import Quit
+    from mbgpu.console import Console
     import io
 
     tmp = tmp_path_factory.mktemp("fz")

@@ -30,6 +30,6 @@ def oracle_cases():
 @pytest.fixture(scope="session")
 def device():
     """GPU 0 (or $MBGPU_DEVICE), opened once for the session."""
-    from engine.cuda.context import open_device
+    from mbgpu.cuda.context import open_device
 
     return open_device()

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from engine.cuda.batch import ChainSlots, root_job_arrays, scale_job_arrays, schedule_levels
-from engine.likelihood import NONE, NodeSlots, NumpyBackend, make_ops, tree_operations
-from engine.models import ModelSpec, build_model
-from engine.tree import random_tree
+from mbgpu.cuda.batch import ChainSlots, root_job_arrays, scale_job_arrays, schedule_levels
+from mbgpu.likelihood import NONE, NodeSlots, NumpyBackend, make_ops, tree_operations
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.tree import random_tree
 
 
 def test_levels_respect_every_dependency():

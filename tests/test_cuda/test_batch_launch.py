@@ -5,10 +5,10 @@ import contextlib
 import numpy as np
 import pytest
 
-from engine.cuda.backend import CudaBackend
-from engine.cuda.batch import root_job_arrays, scale_job_arrays
-from engine.likelihood.protocol import InstanceSpec
-from engine.models import ModelSpec, build_model
+from mbgpu.cuda.backend import CudaBackend
+from mbgpu.cuda.batch import root_job_arrays, scale_job_arrays
+from mbgpu.likelihood.protocol import InstanceSpec
+from mbgpu.models import ModelSpec, build_model
 
 
 class K:
@@ -131,7 +131,7 @@ def test_async_flushes_keep_their_staging_until_their_event(monkeypatch):
     import sys
     import types
 
-    from engine.cuda.async_io import HostStaging
+    from mbgpu.cuda.async_io import HostStaging
 
     drv = FakeDriver()
     monkeypatch.setitem(sys.modules, "pycuda", types.SimpleNamespace(driver=drv))
@@ -185,8 +185,8 @@ def test_parsimony_async_reads_the_costs_its_own_launch_wrote(monkeypatch):
     import sys
     import types
 
-    from engine.cuda.async_io import HostStaging
-    from engine.cuda.parsimony import GpuParsimony
+    from mbgpu.cuda.async_io import HostStaging
+    from mbgpu.cuda.parsimony import GpuParsimony
 
     drv = FakeDriver()
 
@@ -220,8 +220,8 @@ def test_parsimony_async_reads_the_costs_its_own_launch_wrote(monkeypatch):
 
 
 def test_async_switch_values():
-    from engine.cuda.async_io import async_flush_enabled
-    from engine.errors import CommandError
+    from mbgpu.cuda.async_io import async_flush_enabled
+    from mbgpu.errors import CommandError
 
     assert not async_flush_enabled({}) and async_flush_enabled({"MBGPU_ASYNC_FLUSH": "1"})
     with pytest.raises(CommandError):

@@ -5,10 +5,10 @@ import zlib
 import numpy as np
 import pytest
 
-from engine.likelihood import NONE, InstanceSpec, LikelihoodBackend, NodeSlots, NumpyBackend, make_ops
-from engine.likelihood import PartitionLikelihood, total_log_likelihood, tree_operations
-from engine.models import ModelSpec, build_model
-from engine.tree import random_tree
+from mbgpu.likelihood import NONE, InstanceSpec, LikelihoodBackend, NodeSlots, NumpyBackend, make_ops
+from mbgpu.likelihood import PartitionLikelihood, total_log_likelihood, tree_operations
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.tree import random_tree
 
 pytestmark = pytest.mark.gpu
 REL = 1e-10
@@ -27,7 +27,7 @@ MODELS = {
 
 
 def cuda_factory(device, precision="double"):
-    from engine.cuda.backend import CudaBackend
+    from mbgpu.cuda.backend import CudaBackend
 
     return functools.partial(CudaBackend, device=device, precision=precision)
 
@@ -95,7 +95,7 @@ def test_oracles_match_numpy_and_mrbayes(device, oracle_dir, oracle_cases, monke
 
 
 def _pair(device, spec, precision="double"):
-    from engine.cuda.backend import CudaBackend
+    from mbgpu.cuda.backend import CudaBackend
 
     return NumpyBackend(spec), CudaBackend(spec, device=device, precision=precision)
 
@@ -149,8 +149,8 @@ def test_set_transition_matrices_and_weights(device):
 
 
 def test_batched_chains_equal_separate_numpy_chains(device):
-    from engine.cuda.batch import ChainSlots
-    from engine.cuda.backend import CudaBackend
+    from mbgpu.cuda.batch import ChainSlots
+    from mbgpu.cuda.backend import CudaBackend
 
     rng = np.random.default_rng(8)
     specs = [ModelSpec(datatype="protein", aamodel="wag", rates="gamma", alpha=a) for a in (0.3, 0.9, 2.0, 5.0)]
@@ -179,8 +179,8 @@ def test_batched_chains_equal_separate_numpy_chains(device):
 
 
 def test_memory_is_planned_before_allocating(device):
-    from engine.cuda.backend import CudaBackend
-    from engine.errors import DeviceError
+    from mbgpu.cuda.backend import CudaBackend
+    from mbgpu.errors import DeviceError
 
     huge = InstanceSpec(n_tips=100, n_partials=4000, n_patterns=2_000_000, n_states=20, n_categories=4,
                         n_matrices=10, n_scale_buffers=10)
@@ -199,7 +199,7 @@ def test_single_precision_within_1e6_of_double_200_taxa_100k_sites(device):
     slots = NodeSlots(200, 1)
     out = {}
     for precision in ("double", "single"):
-        from engine.cuda.backend import CudaBackend
+        from mbgpu.cuda.backend import CudaBackend
 
         b = CudaBackend(slots.instance_spec(100_000, 4, 4), device=device, precision=precision)
         b.set_category_rates(model.category_rates)

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from engine.likelihood import NodeSlots, NumpyBackend, tree_operations
-from engine.models import ModelSpec, build_model
-from engine.tree import random_tree
+from mbgpu.likelihood import NodeSlots, NumpyBackend, tree_operations
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.tree import random_tree
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 N_TAXA, N_SITES, SLICE = 31, 360_031, 5_000
@@ -24,7 +24,7 @@ def evaluate(backend, model, tree, slots, slot, sites=False):
 
 
 def test_360031_protein_sites_beyond_32_bit_offsets(device):
-    from engine.cuda.backend import CudaBackend
+    from mbgpu.cuda.backend import CudaBackend
 
     rng = np.random.default_rng(360031)
     model = build_model(ModelSpec(datatype="protein", aamodel="wag", rates="gamma", alpha=0.5))

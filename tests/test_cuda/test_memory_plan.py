@@ -1,9 +1,9 @@
 """The memory planner of the CUDA backend (CPU only): byte counts and the early, typed error."""
 import pytest
 
-from engine.cuda.memory_plan import check_fits, plan_instance
-from engine.errors import DeviceError
-from engine.likelihood import InstanceSpec
+from mbgpu.cuda.memory_plan import check_fits, plan_instance
+from mbgpu.errors import DeviceError
+from mbgpu.likelihood import InstanceSpec
 
 SPEC = InstanceSpec(n_tips=31, n_partials=60, n_patterns=360_031, n_states=20, n_categories=4,
                     n_matrices=122, n_scale_buffers=62)

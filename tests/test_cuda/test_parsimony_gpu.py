@@ -1,13 +1,13 @@
-"""ParsSPR's costs on the GPU (engine.cuda.parsimony) equal the numpy bit-plane costs exactly, and ParsSPR
+"""ParsSPR's costs on the GPU (mbgpu.cuda.parsimony) equal the numpy bit-plane costs exactly, and ParsSPR
 proposes the same moves with either; DNA with ambiguity, protein, 2- to 32-state standard data (every lane
 segment width of the kernel: 2, 4, 8, 16, 32), heavy weights, a 30k-pattern set."""
 import numpy as np
 import pytest
 
-from engine.moves import bitplanes, graph, parsimony
-from engine.moves.base import MoveContext
-from engine.moves.pars_spr import ParsSPR, _attachment
-from engine.tree import random_tree
+from mbgpu.moves import bitplanes, graph, parsimony
+from mbgpu.moves.base import MoveContext
+from mbgpu.moves.pars_spr import ParsSPR, _attachment
+from mbgpu.tree import random_tree
 
 pytestmark = pytest.mark.gpu
 
@@ -40,7 +40,7 @@ def _pruned(tree, rng, anchor):
                                                              (32, 200, 14, 7), (4, 29588, 64, 8)])
 @pytest.mark.parametrize("asynchronous", ["0", "1"])
 def test_gpu_costs_equal_numpy(device, n_states, n_patterns, n_taxa, seed, asynchronous, monkeypatch):
-    from engine.cuda.parsimony import GpuParsimony
+    from mbgpu.cuda.parsimony import GpuParsimony
 
     monkeypatch.setenv("MBGPU_ASYNC_FLUSH", asynchronous)
     rng = np.random.default_rng(seed)
@@ -67,7 +67,7 @@ def test_gpu_costs_equal_numpy(device, n_states, n_patterns, n_taxa, seed, async
 
 
 def test_pars_spr_proposes_the_same_with_gpu_costs(device):
-    from engine.cuda.parsimony import GpuParsimony
+    from mbgpu.cuda.parsimony import GpuParsimony
 
     rng = np.random.default_rng(9)
     n = 24

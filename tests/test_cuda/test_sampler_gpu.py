@@ -5,11 +5,11 @@ import io
 import numpy as np
 import pytest
 
-from engine.analysis import division_pattern_sets
-from engine.console import Console
-from engine.interpreter import Interpreter
-from engine.sampler.mc3 import MC3, RunOptions
-from engine.sampler.setup import build_runs
+from mbgpu.analysis import division_pattern_sets
+from mbgpu.console import Console
+from mbgpu.interpreter import Interpreter
+from mbgpu.sampler.mc3 import MC3, RunOptions
+from mbgpu.sampler.setup import build_runs
 
 pytestmark = pytest.mark.gpu
 
@@ -47,8 +47,8 @@ def trace_run(settings, factory, opts):
 @pytest.mark.parametrize("sampler", ["batched", "chain", "batched-async"])
 def test_gpu_mcmc_matches_numpy(case, sampler, shared_data, tmp_path, monkeypatch):
     """`batched-async`: MBGPU_ASYNC_FLUSH=1 (page-locked flushes, per-flush events, ParsSPR's own stream)."""
-    from engine.cuda.backend import backend_factory
-    from engine.likelihood.numpy_backend import NumpyBackend
+    from mbgpu.cuda.backend import backend_factory
+    from mbgpu.likelihood.numpy_backend import NumpyBackend
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MBGPU_SAMPLER", sampler.split("-")[0])

@@ -3,10 +3,10 @@ import io
 
 import pytest
 
-from engine.console import Console
-from engine.errors import CommandError
-from engine.likelihood import NumpyBackend
-from engine.likelihood.select import choose_backend, decide
+from mbgpu.console import Console
+from mbgpu.errors import CommandError
+from mbgpu.likelihood import NumpyBackend
+from mbgpu.likelihood.select import choose_backend, decide
 
 
 def yes():

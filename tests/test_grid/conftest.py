@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.grid.gpf import read_gpf
-from engine.grid.mapfile import read_map
-from engine.grid.receptor import read_receptor
+from mbgpu.grid.gpf import read_gpf
+from mbgpu.grid.mapfile import read_map
+from mbgpu.grid.receptor import read_receptor
 
 ORACLE_MAPS = {"sm": ("hsg1_sm.gpf", "hsg1_sm.e.map"),
                "ddd": ("hsg1_ddd.gpf", "hsg1_ddd.e.map"),

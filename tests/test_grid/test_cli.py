@@ -4,9 +4,9 @@ import shutil
 import numpy as np
 import pytest
 
-from engine.cli import main as mbgpu_main
-from engine.grid.cli import main
-from engine.grid.mapfile import read_dx, read_map
+from mbgpu.cli import main as mbgpu_main
+from mbgpu.grid.cli import main
+from mbgpu.grid.mapfile import read_dx, read_map
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from engine.grid.dielectric import (MAX_DIST, ElectrostaticModel, epsilon_table, mehler_solmajer,
+from mbgpu.grid.dielectric import (MAX_DIST, ElectrostaticModel, epsilon_table, mehler_solmajer,
                                     reciprocal_table, table_index)
 
 

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from engine.grid.dielectric import ElectrostaticModel
-from engine.grid.gpf import GridSpec
-from engine.grid.reference import grid_points, potential_grid
+from mbgpu.grid.dielectric import ElectrostaticModel
+from mbgpu.grid.gpf import GridSpec
+from mbgpu.grid.reference import grid_points, potential_grid
 
 pytestmark = pytest.mark.gpu
 TOL = 0.0015
@@ -12,7 +12,7 @@ TOL = 0.0015
 
 @pytest.fixture(scope="module")
 def dev():
-    from engine.cuda.context import open_device
+    from mbgpu.cuda.context import open_device
 
     d = open_device()
     with d:
@@ -24,7 +24,7 @@ SOURCES = ("shared", "constant")
 
 @pytest.fixture(scope="module")
 def grids(dev):
-    from engine.cuda.coulomb import CoulombGrid, KernelShape
+    from mbgpu.cuda.coulomb import CoulombGrid, KernelShape
 
     return {(mode, src): CoulombGrid(dev, KernelShape(atom_src=src), ddd_mode=mode)
             for mode in ("table", "closed") for src in SOURCES}
@@ -49,7 +49,7 @@ def test_gpu_equals_autogrid_and_reference(grids, oracle, subset, key, mode, src
 @pytest.mark.parametrize("src", SOURCES)
 @pytest.mark.parametrize("ddd, mode", [(True, "table"), (True, "closed"), (False, "table")])
 def test_tiles_slabs_and_edge_atoms(dev, ddd, mode, src):
-    from engine.cuda.coulomb import CoulombGrid, KernelShape
+    from mbgpu.cuda.coulomb import CoulombGrid, KernelShape
 
     rng = np.random.default_rng(11)
     spec = GridSpec((38, 22, 14), 0.6, (3.0, -2.0, 1.0))
@@ -72,12 +72,12 @@ def test_tiles_slabs_and_edge_atoms(dev, ddd, mode, src):
 def test_cli_on_gpu_writes_autogrid_file(grid_dir, tmp_path, monkeypatch):
     import shutil
 
-    from engine.grid.cli import main
+    from mbgpu.grid.cli import main
 
     for name in ("hsg1_sm.gpf", "hsg1_sm.pdbqt", "AD4.1_bound.dat"):
         shutil.copy(grid_dir / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
-    from engine.grid.mapfile import read_map
+    from mbgpu.grid.mapfile import read_map
 
     assert main(["hsg1_sm.pdbqt", "hsg1_sm.gpf", "--backend", "gpu", "-q"]) == 0
     ours, theirs = tmp_path / "hsg1_sm.e.map", grid_dir / "hsg1_sm.e.map"

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.errors import InputFileError
-from engine.grid.gpf import GridSpec, parse_gpf, read_gpf
-from engine.grid.mapfile import (MapHeader, format_values, header_lines, read_dx, read_map,
+from mbgpu.errors import InputFileError
+from mbgpu.grid.gpf import GridSpec, parse_gpf, read_gpf
+from mbgpu.grid.mapfile import (MapHeader, format_values, header_lines, read_dx, read_map,
                                  write_dx, write_emap)
-from engine.grid.receptor import parse_receptor, read_receptor
+from mbgpu.grid.receptor import parse_receptor, read_receptor
 
 PDBQT_LINE = "ATOM      1  N   PRO A   1      -5.322 -15.656 -12.341  1.00 38.10     0.017 N "
 

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from engine.grid.mapfile import format_values
-from engine.grid.reference import potential_grid
+from mbgpu.grid.mapfile import format_values
+from mbgpu.grid.reference import potential_grid
 
 TOL = 0.0015
 

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.grid.dielectric import ElectrostaticModel
-from engine.grid.gpf import GridSpec
-from engine.grid.mapfile import format_values
-from engine.grid.reference import grid_points, potential_at, potential_grid, relative_coords
+from mbgpu.grid.dielectric import ElectrostaticModel
+from mbgpu.grid.gpf import GridSpec
+from mbgpu.grid.mapfile import format_values
+from mbgpu.grid.reference import grid_points, potential_at, potential_grid, relative_coords
 
 TOL = 0.0015   # AutoGrid prints 3 decimals
 

@@ -3,9 +3,9 @@ import io
 from pathlib import Path
 
 import numpy as np
-from engine.hmm.alphabet import BACKGROUND
-from engine.hmm.fasta import pack
-from engine.hmm.hmmfile import read_hmms
+from mbgpu.hmm.alphabet import BACKGROUND
+from mbgpu.hmm.fasta import pack
+from mbgpu.hmm.hmmfile import read_hmms
 
 MODELS = ("globins4", "fn3", "Pkinase", "SMC_N")
 TABLES = ("globins4_vs_globins45", "globins4_vs_rand200k", "Pkinase_vs_rand200k",

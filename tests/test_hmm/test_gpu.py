@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from engine.hmm.fasta import pack, read_fasta
-from engine.hmm.hmmfile import read_hmms
-from engine.hmm.profile import byte_profile
-from engine.hmm.reference import ssv_raw
-from engine.hmm.scores import finalize_ssv
-from engine.hmm.search import format_rows, score_database
+from mbgpu.hmm.fasta import pack, read_fasta
+from mbgpu.hmm.hmmfile import read_hmms
+from mbgpu.hmm.profile import byte_profile
+from mbgpu.hmm.reference import ssv_raw
+from mbgpu.hmm.scores import finalize_ssv
+from mbgpu.hmm.search import format_rows, score_database
 
 from .hmm_util import DB_FILES, MODELS, TABLES, load_table
 
@@ -26,8 +26,8 @@ def dbs(hmm_dir):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_gpu_equals_reference(hmm_dir, dbs, model):
-    from engine.cuda.context import open_device
-    from engine.cuda.ssv import GpuDatabase
+    from mbgpu.cuda.context import open_device
+    from mbgpu.cuda.ssv import GpuDatabase
 
     prof = byte_profile(read_hmms(hmm_dir / ("%s.hmm" % model))[0])
     dev = open_device()
@@ -55,8 +55,8 @@ def test_gpu_tables(hmm_dir, dbs, table):
 
 
 def test_gpu_random_models_and_edge_lengths():
-    from engine.cuda.ssv import ssv_raw_gpu
-    from engine.hmm.hmmfile import HMM
+    from mbgpu.cuda.ssv import ssv_raw_gpu
+    from mbgpu.hmm.hmmfile import HMM
 
     rng = np.random.default_rng(7)
     for M in (1, 2, 7, 8, 9, 63, 100, 300, 1500):

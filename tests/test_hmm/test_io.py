@@ -4,11 +4,11 @@ import gzip
 import numpy as np
 import pytest
 
-from engine.cli import main as mbgpu_main
-from engine.errors import InputFileError
-from engine.hmm.alphabet import PAD
-from engine.hmm.fasta import read_fasta
-from engine.hmm.hmmfile import read_hmms
+from mbgpu.cli import main as mbgpu_main
+from mbgpu.errors import InputFileError
+from mbgpu.hmm.alphabet import PAD
+from mbgpu.hmm.fasta import read_fasta
+from mbgpu.hmm.hmmfile import read_hmms
 
 
 def test_fasta_plain_and_gzip_pack_to_words(tmp_path):

@@ -7,10 +7,10 @@ bits and P are compared to a relative 1e-5 instead.
 import numpy as np
 import pytest
 
-from engine.hmm.fasta import read_fasta
-from engine.hmm.hmmfile import read_hmms
-from engine.hmm.profile import byte_profile
-from engine.hmm.search import format_rows, header, score_database
+from mbgpu.hmm.fasta import read_fasta
+from mbgpu.hmm.hmmfile import read_hmms
+from mbgpu.hmm.profile import byte_profile
+from mbgpu.hmm.search import format_rows, header, score_database
 
 from .hmm_util import DB_FILES, MODELS, TABLES, load_table
 

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from engine.hmm.hmmfile import read_hmms
-from engine.hmm.profile import byte_profile, roundf
+from mbgpu.hmm.hmmfile import read_hmms
+from mbgpu.hmm.profile import byte_profile, roundf
 
 from .hmm_util import MODELS, random_hmm_file
 

@@ -3,12 +3,12 @@ emulation of the GPU kernel's striped lanes vs the reference."""
 import numpy as np
 import pytest
 
-from engine.cuda.ssv import LANES, NROWS, striped_table
-from engine.hmm.alphabet import PAD
-from engine.hmm.hmmfile import read_hmms
-from engine.hmm.profile import byte_profile
-from engine.hmm.reference import msv_score, ssv_raw
-from engine.hmm.scores import finalize_ssv
+from mbgpu.cuda.ssv import LANES, NROWS, striped_table
+from mbgpu.hmm.alphabet import PAD
+from mbgpu.hmm.hmmfile import read_hmms
+from mbgpu.hmm.profile import byte_profile
+from mbgpu.hmm.reference import msv_score, ssv_raw
+from mbgpu.hmm.scores import finalize_ssv
 
 from .hmm_util import packed, pyhmmer_scores, random_hmm_file, random_sequences
 

@@ -4,9 +4,9 @@ import itertools
 import numpy as np
 import pytest
 
-from engine.likelihood import PartitionLikelihood
-from engine.models import ModelSpec, build_model
-from engine.tree import Tree, random_tree
+from mbgpu.likelihood import PartitionLikelihood
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.tree import Tree, random_tree
 
 GTR_IG = ModelSpec(datatype="dna", nst=6, revmat=(1.0, 4.0, 0.5, 0.8, 3.5, 1.0),
                    statefreqs=(0.3, 0.2, 0.25, 0.25), rates="invgamma", alpha=0.6, pinvar=0.15)

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from engine.likelihood import NONE, InstanceSpec, LikelihoodBackend, NodeSlots, NumpyBackend, make_ops
-from engine.likelihood.evaluate import tree_operations
-from engine.models import ModelSpec, build_model
-from engine.tree import random_tree
+from mbgpu.likelihood import NONE, InstanceSpec, LikelihoodBackend, NodeSlots, NumpyBackend, make_ops
+from mbgpu.likelihood.evaluate import tree_operations
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.tree import random_tree
 
 MODEL = build_model(ModelSpec(datatype="dna", nst=2, kappa=3.0, rates="gamma", alpha=0.4,
                               statefreqs=(0.1, 0.2, 0.3, 0.4)))
@@ -109,7 +109,7 @@ def test_site_likelihood_weights_and_compensated_sum():
 
 
 def test_compensated_sum_keeps_what_naive_summation_loses():
-    from engine.likelihood.numpy_backend import compensated_sum
+    from mbgpu.likelihood.numpy_backend import compensated_sum
 
     values = np.array([1e16, 1.0, -1e16] + [0.1] * 10)
     assert sum(values.tolist()) != 2.0                        # left-to-right float addition loses the 1.0

@@ -11,9 +11,9 @@ import re
 import numpy as np
 import pytest
 
-from engine.likelihood import PartitionLikelihood, total_log_likelihood
-from engine.models import ModelSpec, build_model
-from engine.tree import Tree
+from mbgpu.likelihood import PartitionLikelihood, total_log_likelihood
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.tree import Tree
 
 dendropy = pytest.importorskip("dendropy")
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy import special, stats
 
-from engine.models.discrete_gamma import (discrete_gamma, incomplete_gamma, ln_gamma, point_chi2,
+from mbgpu.models.discrete_gamma import (discrete_gamma, incomplete_gamma, ln_gamma, point_chi2,
                                           point_normal)
 
 

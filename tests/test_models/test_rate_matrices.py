@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from engine.errors import ModelError
-from engine.models import AA_MODELS, ModelSpec, build_model, empirical_frequencies, load_aamodel
-from engine.models.aamatrices import EMPIRICAL_MODELS, aa_revmat_to_matrix
+from mbgpu.errors import ModelError
+from mbgpu.models import AA_MODELS, ModelSpec, build_model, empirical_frequencies, load_aamodel
+from mbgpu.models.aamatrices import EMPIRICAL_MODELS, aa_revmat_to_matrix
 
 
 def check_q(model):

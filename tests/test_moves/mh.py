@@ -5,10 +5,10 @@ import math
 
 import numpy as np
 
-from engine.commands.params import parse_prior_text
-from engine.moves.base import BRLENS_MAX, BRLENS_MIN, MoveContext
-from engine.priors import brlens_log_prior
-from engine.tree import Tree, random_tree
+from mbgpu.commands.params import parse_prior_text
+from mbgpu.moves.base import BRLENS_MAX, BRLENS_MIN, MoveContext
+from mbgpu.priors import brlens_log_prior
+from mbgpu.tree import Tree, random_tree
 
 EXP10 = "Unconstrained:Exponential(10)"
 GAMMADIR = "Unconstrained:GammaDir(1,0.1,1,1)"

@@ -3,8 +3,8 @@ integer candidate costs, for DNA with ambiguity, protein, and pattern counts tha
 import numpy as np
 import pytest
 
-from engine.moves import bitplanes, graph, parsimony
-from engine.tree import random_tree
+from mbgpu.moves import bitplanes, graph, parsimony
+from mbgpu.tree import random_tree
 
 pytestmark = pytest.mark.skipif(not bitplanes.AVAILABLE, reason="numpy without bitwise_count")
 

@@ -1,15 +1,15 @@
-"""engine.moves.graph: to_tree re-directs only what link/unlink recorded, and must give the tree that a
+"""mbgpu.moves.graph: to_tree re-directs only what link/unlink recorded, and must give the tree that a
 walk over the whole rewired adjacency gives (the one tree directed away from the old root)."""
 import numpy as np
 import pytest
 
-from engine.moves import graph
-from engine.moves.base import MoveContext
-from engine.moves.nni import NNI
-from engine.moves.pars_spr import ParsSPR
-from engine.moves.spr import ExtSPR
-from engine.moves.tbr import ExtTBR
-from engine.tree import random_tree
+from mbgpu.moves import graph
+from mbgpu.moves.base import MoveContext
+from mbgpu.moves.nni import NNI
+from mbgpu.moves.pars_spr import ParsSPR
+from mbgpu.moves.spr import ExtSPR
+from mbgpu.moves.tbr import ExtTBR
+from mbgpu.tree import random_tree
 from tests.test_moves.test_invariance import random_data
 
 
@@ -83,7 +83,7 @@ def test_moves_give_the_full_walks_tree(move, monkeypatch):
         return got
 
     for mod in ("spr", "tbr", "pars_spr"):
-        monkeypatch.setattr("engine.moves.%s.to_tree" % mod, both)
+        monkeypatch.setattr("mbgpu.moves.%s.to_tree" % mod, both)
     rng = np.random.default_rng(4)
     ctx = MoveContext(n_tips=14, **random_data(3, 14, 30))
     tree = random_tree(14, rng)
@@ -95,7 +95,7 @@ def test_moves_give_the_full_walks_tree(move, monkeypatch):
 
 
 def test_rooted_children_is_rooted_order_with_each_nodes_children():
-    from engine.moves.parsimony import rooted_children, rooted_order
+    from mbgpu.moves.parsimony import rooted_children, rooted_order
 
     rng = np.random.default_rng(5)
     for n in (3, 6, 30):
@@ -109,7 +109,7 @@ def test_rooted_children_is_rooted_order_with_each_nodes_children():
 
 def test_attachment_draws_the_branch_the_listed_edges_give():
     """ParsSPR's branch draw indexes 'every non-root node but the anchor, in order' without the list."""
-    from engine.moves.pars_spr import _attachment
+    from mbgpu.moves.pars_spr import _attachment
 
     rng = np.random.default_rng(6)
     for n in (4, 9, 25):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from engine.moves import NNI, ExtSPR, ExtTBR, Multiplier, NodeSlider, ParsSPR, TreeLengthMultiplier
+from mbgpu.moves import NNI, ExtSPR, ExtTBR, Multiplier, NodeSlider, ParsSPR, TreeLengthMultiplier
 from tests.test_moves.mh import EXP10, GAMMADIR, prior_reference, run_chain, run_from_prior
 
 N_TIPS = 5

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from engine.sampler.param_moves import ParamMove
+from mbgpu.sampler.param_moves import ParamMove
 
 P_MIN = 1e-3
 N_CHAINS, STEPS = 2000, 20

@@ -6,11 +6,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from engine.commands.params import parse_prior_text
-from engine.moves import (BRLENS_MAX, BRLENS_MIN, NNI, ExtSPR, ExtTBR, MoveContext, Multiplier, NodeSlider,
+from mbgpu.commands.params import parse_prior_text
+from mbgpu.moves import (BRLENS_MAX, BRLENS_MIN, NNI, ExtSPR, ExtTBR, MoveContext, Multiplier, NodeSlider,
                           ParsSPR, TreeLengthMultiplier, autotune_multiplier, check_tree, default_tree_moves,
                           dirty_nodes)
-from engine.tree import random_tree
+from mbgpu.tree import random_tree
 from tests.test_moves.mh import EXP10, state_key
 from tests.test_moves.test_invariance import random_data
 
@@ -161,7 +161,7 @@ def test_pars_spr_hastings_when_costs_over_and_underflow():
     joined branch's weight overflows; log Hastings must stay finite (was -inf: the move always rejected)."""
     import math
 
-    from engine.moves.pars_spr import _log_sum
+    from mbgpu.moves.pars_spr import _log_sum
 
     logw = np.array([800.0, 0.0, -3.0, -5.0])            # joined branch (index 0) overflows exp()
     with np.errstate(over="ignore"):
@@ -175,7 +175,7 @@ def test_pars_spr_hastings_when_costs_over_and_underflow():
 @pytest.mark.parametrize("count", [1, 3, 8, 40])
 def test_perturbed_weights_add_plus_or_minus_one_per_site_with_probability_r(count):
     """MrBayes' ParsSPR weights: each site of a pattern adds +1 w.p. r and -1 w.p. r, independently."""
-    from engine.moves.weight_noise import perturbed_weights
+    from mbgpu.moves.weight_noise import perturbed_weights
 
     r, n = 0.05, 40000
     step = perturbed_weights(np.full(n, float(count)), r, np.random.default_rng(count)) - count

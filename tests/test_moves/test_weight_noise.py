@@ -1,4 +1,4 @@
-"""ParsSPR's perturbed pattern weights (engine.moves.weight_noise) against the distribution MrBayes
+"""ParsSPR's perturbed pattern weights (mbgpu.moves.weight_noise) against the distribution MrBayes
 defines: each of a pattern's c sites adds +1 with probability r and -1 with probability r.
 
 The reference distribution is computed here by brute-force enumeration of the per-site outcomes (3^c
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from engine.moves.weight_noise import WeightNoise, perturbed_weights
+from mbgpu.moves.weight_noise import WeightNoise, perturbed_weights
 
 
 def enumerated_pmf(c: int, r: float) -> dict[int, float]:

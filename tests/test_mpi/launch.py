@@ -62,7 +62,7 @@ def run(folder: Path, text: str, n: int | None, timeout: float = 240, **env) -> 
     """Write `text` to folder/run.nex and run it with n ranks (None: serially, no launcher at all)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "run.nex").write_text(text)
-    cmd = [sys.executable, "-m", "engine.mpi", "run.nex"]
+    cmd = [sys.executable, "-m", "mbgpu.mpi", "run.nex"]
     if n is not None:
         exe = mpiexec()
         cmd = [exe, *_flags(exe), "-n", str(n), *cmd]

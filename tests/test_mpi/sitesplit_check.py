@@ -6,11 +6,11 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-from engine.likelihood import PartitionLikelihood
-from engine.likelihood.numpy_backend import NumpyBackend
-from engine.models import ModelSpec, build_model
-from engine.mpi.sitesplit import split_factory
-from engine.tree import random_tree
+from mbgpu.likelihood import PartitionLikelihood
+from mbgpu.likelihood.numpy_backend import NumpyBackend
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.mpi.sitesplit import split_factory
+from mbgpu.tree import random_tree
 
 SPEC = ModelSpec(datatype="dna", nst=6, revmat=(1.0, 4.0, 0.5, 0.8, 3.5, 1.0), statefreqs=(0.3, 0.2, 0.25, 0.25),
                  rates="invgamma", alpha=0.6, pinvar=0.15)
@@ -39,8 +39,8 @@ class CallsBackend(NumpyBackend):
 
 def batched_worst(comm, tips, weights, model, trees) -> float:
     """Largest relative difference of lanes flushed through split vs whole batched instances."""
-    from engine.likelihood.batched import batch_mode
-    from engine.sampler.batch_step import PartFactory
+    from mbgpu.likelihood.batched import batch_mode
+    from mbgpu.sampler.batch_step import PartFactory
 
     whole = PartFactory(CallsBackend, tips.shape[0], 2, mode="batched")
     split = PartFactory(split_factory(CallsBackend, comm), tips.shape[0], 2, mode="batched")

@@ -41,7 +41,7 @@ forward() {  # forward SIG PID: send SIG to the leaf processes (the tasks) below
     if [ -n "$(ps -o pid= --ppid "$k")" ]; then forward "$1" "$k"; else kill -"$1" "$k" 2>/dev/null; fi
   done
 }
-%s %s -n 2 %s -m engine.mpi "$@" &
+%s %s -n 2 %s -m mbgpu.mpi "$@" &
 pid=$!
 trap 'forward USR1 $pid' USR1
 trap 'forward TERM $pid' TERM
@@ -113,7 +113,7 @@ def test_slurm_script_checkpoints_on_usr1_and_resubmits_with_append(tmp_path):
     assert "append=yes" not in (tmp_path / "run-job-77.nex").read_text()
     log = (tmp_path / "sbatch.log").read_text()
     assert "MBGPU_RESUBMITS=9" in log and "setup.nex" in log
-    from engine.checkpoint.session import load
+    from mbgpu.checkpoint.session import load
 
     gen = int(load(str(tmp_path / "job.ckp.h5"))["mc3/generation"][0])
     assert 0 < gen < 200000

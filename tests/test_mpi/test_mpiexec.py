@@ -49,7 +49,7 @@ def test_more_ranks_than_chains_is_one_line_error(tmp_path):
 
 @pytest.mark.parametrize("kind", ["raise", "kill"])
 def test_failing_rank_aborts_job_and_keeps_checkpoint(tmp_path, kind):
-    from engine.checkpoint.session import load
+    from mbgpu.checkpoint.session import load
 
     start = time.time()
     proc = run(tmp_path, block(ngen=2000), 2, timeout=120, MBGPU_MPI_FAULT="1:30:%s" % kind)
@@ -111,7 +111,7 @@ def test_split_log_likelihood_equals_whole(k):
 
 
 def test_stop_signal_on_one_rank_stops_every_rank_with_a_checkpoint(tmp_path):
-    from engine.checkpoint.session import load
+    from mbgpu.checkpoint.session import load
 
     proc = run(tmp_path, block(ngen=2000), 3, timeout=120, MBGPU_MPI_FAULT="2:25:usr1")
     assert proc.returncode == 138, proc.stdout[-2000:] + proc.stderr

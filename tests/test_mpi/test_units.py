@@ -1,12 +1,12 @@
 """The MPI pieces that need no launcher: placement, launch detection, device choice, fault hook, slices."""
 import pytest
 
-from engine.errors import CommandError, DeviceError
-from engine.mpi import comm as mcomm
-from engine.mpi.devices import pick_device
-from engine.mpi.driver import parse_fault
-from engine.mpi.layout import Layout
-from engine.mpi.sitesplit import pattern_slice
+from mbgpu.errors import CommandError, DeviceError
+from mbgpu.mpi import comm as mcomm
+from mbgpu.mpi.devices import pick_device
+from mbgpu.mpi.driver import parse_fault
+from mbgpu.mpi.layout import Layout
+from mbgpu.mpi.sitesplit import pattern_slice
 
 
 @pytest.mark.parametrize("runs,chains,size", [(2, 4, n) for n in range(1, 9)] + [(1, 1, 1), (3, 3, 4), (2, 2, 3)])
@@ -113,7 +113,7 @@ def test_doctests(name):
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module("engine.mpi." + name))
+    result = doctest.testmod(importlib.import_module("mbgpu.mpi." + name))
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from engine.errors import DataError, MbgpuError
+from mbgpu.errors import DataError, MbgpuError
 from tests.helpers import DNA4, interp_for
 
 

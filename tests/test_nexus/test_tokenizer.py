@@ -1,9 +1,9 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from engine.errors import MbgpuError, NexusError
-from engine.nexus.blocks import iter_commands, check_header
-from engine.nexus.tokenizer import Source, tokenize
+from mbgpu.errors import MbgpuError, NexusError
+from mbgpu.nexus.blocks import iter_commands, check_header
+from mbgpu.nexus.tokenizer import Source, tokenize
 
 
 def toks(text):

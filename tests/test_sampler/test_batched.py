@@ -1,18 +1,18 @@
-"""Batched generations (engine.sampler.batch_step): every chain's proposal queued, one flush per pattern
+"""Batched generations (mbgpu.sampler.batch_step): every chain's proposal queued, one flush per pattern
 set, then the decisions. Output must be byte-identical to the per-chain path (MBGPU_SAMPLER=chain)."""
 import io
 
 import numpy as np
 import pytest
 
-from engine.console import Console
-from engine.cuda.batch import ChainSlots
-from engine.interpreter import Interpreter
-from engine.likelihood.batched import LaneLayout
-from engine.likelihood.numpy_backend import NumpyBackend
-from engine.sampler.batch_step import kids_table, pipeline_groups, sampler_mode
-from engine.errors import CommandError
-from engine.tree import random_tree
+from mbgpu.console import Console
+from mbgpu.cuda.batch import ChainSlots
+from mbgpu.interpreter import Interpreter
+from mbgpu.likelihood.batched import LaneLayout
+from mbgpu.likelihood.numpy_backend import NumpyBackend
+from mbgpu.sampler.batch_step import kids_table, pipeline_groups, sampler_mode
+from mbgpu.errors import CommandError
+from mbgpu.tree import random_tree
 from tests.conftest import SHARED
 
 DATA = SHARED / "data" / "mrbayes"
@@ -96,7 +96,7 @@ def test_batched_files_equal_per_chain_files(tmp_path, monkeypatch, block):
 
 def test_batched_flush_path_equals_per_chain(tmp_path, monkeypatch):
     """The one-flush-for-all-chains path (as on the GPU) on numpy: same files as chain by chain."""
-    import engine.likelihood.select as select
+    import mbgpu.likelihood.select as select
 
     run_block(tmp_path / "chain", PRIMATES, monkeypatch, "chain")
     monkeypatch.setattr(select, "_cuda_available", lambda: True)
@@ -154,7 +154,7 @@ def test_sampler_mode_from_environment():
 def test_parsimony_fast_paths_equal_the_direct_formulas():
     """ParsSPR's candidate costs (float32 dot, exact for integer weights) and the branch-free Fitch sets
     equal the direct numpy formulas bit for bit; non-integer weights take the direct path."""
-    from engine.moves import graph, parsimony
+    from mbgpu.moves import graph, parsimony
 
     rng = np.random.default_rng(4)
     tree = random_tree(25, rng)
@@ -182,8 +182,8 @@ def test_parsimony_fast_paths_equal_the_direct_formulas():
 
 def _moved_trees(n_tips, seed, steps):
     """Successive trees of ExtSPR proposals (topologies change, node ids and root stay)."""
-    from engine.moves.base import MoveContext
-    from engine.moves.spr import ExtSPR
+    from mbgpu.moves.base import MoveContext
+    from mbgpu.moves.spr import ExtSPR
 
     rng = np.random.default_rng(seed)
     tree, move, ctx = random_tree(n_tips, rng), ExtSPR(), MoveContext(n_tips=n_tips)
@@ -196,7 +196,7 @@ def _moved_trees(n_tips, seed, steps):
 
 
 def test_topology_derived_from_the_previous_one_equals_a_fresh_one():
-    from engine.sampler.batch_step import _Topology
+    from mbgpu.sampler.batch_step import _Topology
 
     for n in (4, 6, 25):
         trees = _moved_trees(n, n, 60)
@@ -212,7 +212,7 @@ def test_topology_derived_from_the_previous_one_equals_a_fresh_one():
 
 def test_deepest_first_is_the_paths_to_the_root_by_depth():
     """Every ancestor of a seed once, ordered by depth (deepest first), a tie by the first seed reaching it."""
-    from engine.sampler.batch_step import deepest_first
+    from mbgpu.sampler.batch_step import deepest_first
 
     rng = np.random.default_rng(7)
     for n in (4, 9, 40):
@@ -235,7 +235,7 @@ def test_deepest_first_is_the_paths_to_the_root_by_depth():
 
 
 def test_level_ops_is_a_stable_sort_by_level():
-    from engine.likelihood.batched import LaneJob, level_ops
+    from mbgpu.likelihood.batched import LaneJob, level_ops
 
     rng = np.random.default_rng(3)
     jobs, rows, levels = [], [], []
@@ -254,7 +254,7 @@ def test_level_ops_is_a_stable_sort_by_level():
 
 
 def test_full_order_is_the_internal_nodes_stably_sorted_by_depth():
-    from engine.sampler.batch_step import _Topology
+    from mbgpu.sampler.batch_step import _Topology
 
     for n in (3, 4, 10, 40):
         for tree in _moved_trees(n, n + 1, 30)[::5]:

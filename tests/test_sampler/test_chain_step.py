@@ -2,7 +2,7 @@
 draw, and the cached prior terms give the value a fresh full prior evaluation gives, bit for bit."""
 import numpy as np
 
-from engine.sampler.chain import Chain, _choice_cdf
+from mbgpu.sampler.chain import Chain, _choice_cdf
 from tests.test_sampler.test_batched import CYNMIX, PRIMATES, run_block
 
 

@@ -1,12 +1,12 @@
-"""engine.sampler.model_state.ModelCache: models built through a shared Q (shape or pinvar proposals)
+"""mbgpu.sampler.model_state.ModelCache: models built through a shared Q (shape or pinvar proposals)
 are exactly the models build_model makes."""
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from engine.models import ModelSpec, build_model
-from engine.sampler.model_state import ModelCache
+from mbgpu.models import ModelSpec, build_model
+from mbgpu.sampler.model_state import ModelCache
 
 SPECS = [ModelSpec(datatype="dna", nst=6, revmat=(1.0, 4.0, 0.7, 1.2, 3.9, 1.0), statefreqs=np.array([.3, .2, .22, .28]),
                    rates="invgamma", alpha=0.5, pinvar=0.2),

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from engine.console import Console
-from engine.interpreter import Interpreter
-from engine.output.tfile import read_tfile
+from mbgpu.console import Console
+from mbgpu.interpreter import Interpreter
+from mbgpu.output.tfile import read_tfile
 
 DATA5 = """#NEXUS
 begin data; dimensions ntax=5 nchar=4; format datatype=dna;

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from engine.console import Console
-from engine.errors import MbgpuError
-from engine.interpreter import Interpreter
+from mbgpu.console import Console
+from mbgpu.errors import MbgpuError
+from mbgpu.interpreter import Interpreter
 from tests.conftest import SHARED
 
 BLOCK = ("begin mrbayes; set seed=3 swapseed=4; execute {data}; lset nst=6 rates=invgamma;\n"
@@ -59,7 +59,7 @@ def test_unsupported_model_stops_before_writing(tmp_path, monkeypatch):
 
 def test_non_finite_state_stops_the_run_and_writes_no_nan(tmp_path, monkeypatch):
     """A non-finite log likelihood reaching a sample stops the run with a clear error; no file gets nan."""
-    from engine.sampler import sink
+    from mbgpu.sampler import sink
 
     real = sink.FileSink.sample
 

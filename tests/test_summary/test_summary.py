@@ -4,10 +4,10 @@ import types
 
 import pytest
 
-from engine.errors import InputFileError
-from engine.output.tfile import TFileWriter, read_tfile
-from engine.splits import nested_splits, split_string, tree_splits
-from engine.summary import run_sump, run_sumt
+from mbgpu.errors import InputFileError
+from mbgpu.output.tfile import TFileWriter, read_tfile
+from mbgpu.splits import nested_splits, split_string, tree_splits
+from mbgpu.summary import run_sump, run_sumt
 
 REF = "mrbayes/reference_runs/"
 
@@ -59,12 +59,12 @@ def test_sumt_writes_mrbayes_files(shared_data, tmp_path):
 
 
 def test_tfile_round_trip_and_splits(tmp_path):
-    from engine.tree import Tree
+    from mbgpu.tree import Tree
     t = Tree(5, [7, 5, 5, 6, 6, -1, 7, 5], [0.1, 0.2, 0.3, 0.4, 0.5, 0.0, 0.6, 0.7])
     path = tmp_path / "x.t"
     with open(path, "w") as fh:
         w = TFileWriter(fh, 42, ["a", "b", "c", "d", "e"])
-        from engine.output.tfile import newick_of
+        from mbgpu.output.tfile import newick_of
         w.tree(0, newick_of(t))
         w.close()
     text = path.read_text()
@@ -111,8 +111,8 @@ def test_sumt_one_key_per_clade_whatever_the_written_root(tmp_path):
 
 
 def test_newick_writes_the_outgroup_last_at_the_basal_node():
-    from engine.output.tfile import newick_of, parse_newick
-    from engine.tree import random_tree
+    from mbgpu.output.tfile import newick_of, parse_newick
+    from mbgpu.tree import random_tree
     import numpy as np
     for seed in range(20):
         t = random_tree(9, np.random.default_rng(seed))
@@ -128,7 +128,7 @@ def test_newick_writes_the_outgroup_last_at_the_basal_node():
 def test_log_means_survive_a_wide_spread():
     """Samples thousands of log units apart (a run from a random start) overflowed Python's exp."""
     import math
-    from engine.summary.sump import log_means
+    from mbgpu.summary.sump import log_means
     am, hm, ok = log_means([-40701.41, -38318.98])
     assert ok and math.isclose(am, -38318.98 - math.log(2), rel_tol=1e-12)
     assert math.isclose(hm, -40701.41 + math.log(2), rel_tol=1e-12)

@@ -67,8 +67,9 @@ def world(env: Mapping[str, str] | None = None):
         if size == 1:
             return None
         raise MpiLaunchError("started by an MPI launcher (%s processes) but mpi4py is not installed: install "
-                             "mbgpu[mpi] (pip install mpi4py mpich) or run mbgpu without mpirun/srun, otherwise "
-                             "every process would run the whole analysis" % (size or "several"))
+                             "mbgpu[mpi] (mpi4py built against this cluster's MPI: docs/hpc.md) or run mbgpu "
+                             "without mpirun/srun, otherwise every process would run the whole analysis"
+                             % (size or "several"))
     comm = mpi.COMM_WORLD
     if size > 1 and comm.Get_size() != size:
         raise MpiLaunchError("the launcher started %d processes but mpi4py's MPI (%s) sees a world of %d: mpi4py "

@@ -130,6 +130,6 @@ def test_launched_without_mpi4py_stops_with_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "mbgpu: error: started by an MPI launcher (4 processes) but mpi4py is not installed: install mbgpu[mpi] "
-        "(pip install mpi4py mpich) or run mbgpu without mpirun/srun, otherwise every process would run the whole "
+        "(mpi4py built against this cluster's MPI: docs/hpc.md) or run mbgpu without mpirun/srun, otherwise every process would run the whole "
         "analysis"]
     assert not (tmp_path / "w" / "r.run1.p").exists()

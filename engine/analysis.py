@@ -1,7 +1,8 @@
 """The `mcmc` command: build the analysis from the Settings and run it.
 
-Compresses every division into site patterns (reported like MrBayes), chooses the likelihood backend,
-builds the chains, prints their starting states, runs MC3 and prints MrBayes' end-of-run summary.
+Prints MrBayes' model summary, compresses every division into site patterns (reported like MrBayes),
+chooses the likelihood backend, builds the chains, prints their starting states, runs MC3 and prints
+MrBayes' end-of-run summary. sump and sumt then read as many runs as this mcmc wrote.
 """
 from __future__ import annotations
 
@@ -10,16 +11,27 @@ import time
 
 import numpy as np
 
+from mbgpu.output.modelsummary import model_summary_lines
+from mbgpu.model_settings import coding, variable_characters
 from mbgpu.patterns import PatternSet, division_patterns
 
 
-def division_pattern_sets(settings) -> list[list[PatternSet]]:
-    """Pattern sets of every division of the active partition (excluded characters left out)."""
+def division_pattern_sets(settings, console=None) -> list[list[PatternSet]]:
+    """Pattern sets of every division of the active partition (excluded characters left out; under Mkv
+    also the characters MrBayes drops as incompatible with the coding bias, with its warning)."""
     m = settings.matrix
     out = []
-    for d in settings.divisions:
+    for i, d in enumerate(settings.divisions, 1):
         n_states = len(m.states(d.datatype))
-        out.append(division_patterns(m.masks, d.datatype, n_states, settings.included(d.columns)))
+        sets = division_patterns(m.masks, d.datatype, n_states, settings.included(d.columns))
+        if coding(d, i) == "variable":
+            kept = [variable_characters(p, m.masks) for p in sets]
+            dropped = sum(len(p.columns) for p in sets) - sum(len(p.columns) for p in kept)
+            if dropped and console is not None:
+                console.print("      WARNING: There are %d characters incompatible with the specified\n"
+                              "               coding bias. These characters will be excluded." % dropped)
+            sets = kept
+        out.append(sets)
     return out
 
 
@@ -35,6 +47,14 @@ def output_stem(settings) -> str:
     return os.path.join(folder, name) if folder else name
 
 
+def adopt_run_count(settings) -> None:
+    """sump and sumt summarise as many runs as mcmc's Nruns, set when mcmc starts as MrBayes' DoMcmc (and
+    DoMcmcp) set it; a later `sump nruns=...` or `sumt nruns=...` still overrides it."""
+    nruns = settings.mcmc.get("Nruns", 2)
+    settings.sump["Nruns"] = nruns
+    settings.sumt["Nruns"] = nruns
+
+
 def run_mcmc(interp) -> None:
     """Build the chains, report their starting states, run MC3, write the files, print the summary."""
     from mbgpu.checkpoint.session import CheckpointSession
@@ -44,6 +64,7 @@ def run_mcmc(interp) -> None:
     from mbgpu.sampler.sink import FileSink
 
     s, con = interp.settings, interp.console
+    adopt_run_count(s)
     ckp = CheckpointSession.begin(s, output_stem(s), con)  # append=yes: read, verify, adopt seeds
     if s.options.get("Seed") is None:
         s.options["Seed"] = int(time.time()) % 2147483647
@@ -51,6 +72,8 @@ def run_mcmc(interp) -> None:
         s.options["Swapseed"] = s.options["Seed"]
     con.print("   Seed = %d" % s.options["Seed"])
     con.print("   Swapseed = %d" % s.options["Swapseed"])
+    for line in model_summary_lines(s) + [""]:
+        con.print(line)
     from mbgpu.mpi.comm import world
 
     comm = world()    # launched by mpirun/srun: the distributed MC3 (mbgpu.mpi); None for a serial run
@@ -58,7 +81,7 @@ def run_mcmc(interp) -> None:
         from mbgpu.mpi.run import run_mcmc_mpi
 
         return run_mcmc_mpi(interp, comm, ckp)
-    sets = division_pattern_sets(s)
+    sets = division_pattern_sets(s, con)
     report_patterns(con, sets)
     opts = RunOptions.from_settings(s.mcmc)
     ckp.check_inputs(s, sets, opts)

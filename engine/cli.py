@@ -6,6 +6,7 @@ reaches the user as a traceback unless it is a bug.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 from .errors import MbgpuError
@@ -67,6 +68,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mbgpu: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """The reader of our output went away (`mbgpu -h | head -1`): exit quietly, as a shell tool does.
+    stdout is pointed at /dev/null so the interpreter's final flush raises nothing either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141   # 128 + SIGPIPE, what a shell reports for a tool killed by the broken pipe
 
 
 if __name__ == "__main__":

@@ -22,6 +22,10 @@ class Location:
         return "%s:%d:%d" % (self.file, self.line, self.col)
 
 
+class Quit(Exception):
+    """`quit` was executed: stop reading commands. Control flow, not an error (no MbgpuError)."""
+
+
 class MbgpuError(Exception):
     """Base class of every error caused by user input or the user's environment."""
 

@@ -2,6 +2,10 @@
 
 One `Interpreter` per session owns the `Settings` and the `Console`; it resolves command names
 through the table and hands each command to its handler in `mbgpu.commands.handlers`.
+
+The blocks read are MrBayes 3.2.7a's: `taxa`, `data`, `characters` (`nexus.datablock.DataBlocks`),
+`trees` and `mrbayes`. Every other block (`sets`, `assumptions`, `paup`, `notes`, `mesquite`, ...)
+is skipped unread with MrBayes' note `Skipping "NAME" block`; MrBayes executes none of their commands.
 """
 from __future__ import annotations
 
@@ -14,16 +18,12 @@ from mbgpu.commands.table import build_table
 from mbgpu.console import Console
 from mbgpu.errors import CommandError, InputFileError, MbgpuError, NexusError, NotImplementedYet
 from mbgpu.nexus import datablock
-from mbgpu.nexus.blocks import Command, check_header, iter_commands
+from mbgpu.nexus.blocks import BlockEvent, Command, Item, check_header, iter_commands
 from mbgpu.nexus.tokenizer import Source
 from mbgpu.settings import Settings
 
-DATA_BLOCKS = ("data", "characters")
-COMMAND_BLOCKS = ("mrbayes", "mrbayes_block", "paup", "assumptions", "sets")
-
-
-class Quit(Exception):
-    """`quit` was executed: stop reading commands."""
+DATA_BLOCKS = ("data", "characters", "taxa")
+SKIP_NOTE = '   Skipping "%s" block'  # MrBayes' words (DoBeginParm), the name as written in the file
 
 
 class Interpreter:
@@ -33,9 +33,8 @@ class Interpreter:
         self.table = build_table()
         self.settings = Settings.fresh(self.table)
         self.console = console or Console()
-        self._data_state: datablock.DataBlockState | None = None
+        self._data = datablock.DataBlocks()
         self._translate: dict[str, str] = {}
-        self._taxlabels: list[str] | None = None
         self._depth = 0
         self.current_file = ""
 
@@ -70,15 +69,29 @@ class Interpreter:
             self.execute(cmd)
 
     # -- dispatch -------------------------------------------------------------------------
-    def execute(self, cmd: Command) -> None:
-        """Run one command of any block."""
-        if cmd.block in DATA_BLOCKS or cmd.block == "taxa":
-            return self._data_command(cmd)
-        if cmd.block == "trees":
-            return self._trees_command(cmd)
-        if cmd.block in COMMAND_BLOCKS:
-            return self.command(cmd)
-        # unknown blocks (e.g. 'notes', 'codons') are skipped as MrBayes does
+    def execute(self, item: Item) -> None:
+        """Run one command of any block, or act on a block's begin/end or a skipped block."""
+        if isinstance(item, BlockEvent):
+            return self._block_event(item)
+        if item.block in DATA_BLOCKS:
+            return self._data_command(item)
+        if item.block == "trees":
+            return self._trees_command(item)
+        assert item.block == "mrbayes", "iter_commands yields commands of the blocks read only"
+        return self.command(item)
+
+    def _block_event(self, ev: BlockEvent) -> None:
+        if ev.kind == "skip":
+            self.console.print(SKIP_NOTE % ev.name)
+        elif ev.block in DATA_BLOCKS and ev.kind == "begin":
+            if ev.block == "taxa" and self.settings.matrix is not None:
+                # MrBayes frees the matrix when a taxa block begins (its data must follow in a characters block)
+                self.settings.matrix = None
+                self.console.print("   Deleting previously defined characters")
+            self._data.begin(ev)
+        elif ev.block in DATA_BLOCKS and ev.kind == "end":
+            for note in self._data.end(ev):
+                self.console.print(note)
 
     def command(self, cmd: Command) -> None:
         """Resolve and run one command of the MrBayes language."""
@@ -91,30 +104,14 @@ class Interpreter:
             raise cmd.error(err.message, head, CommandError) from None
         spec = self.table[name.lower()]
         if not spec.implemented:
-            raise cmd.error("command '%s' is recognised but not implemented yet in mbgpu" % spec.name,
-                            head, NotImplementedYet)
+            raise cmd.error("the command %s is not supported yet" % spec.name.lower(), head, NotImplementedYet)
         handlers.run(self, spec, cmd)
 
     def _data_command(self, cmd: Command) -> None:
-        name = cmd.name
-        if self._data_state is None or cmd.block_start != getattr(self, "_block_start", None):
-            self._data_state = datablock.DataBlockState(taxlabels=self._taxlabels)
-            self._block_start = cmd.block_start
-        st = self._data_state
-        if name == "dimensions":
-            datablock.dimensions(cmd, st)
-        elif name == "format":
-            datablock.format_command(cmd, st)
-        elif name == "taxlabels":
-            self._taxlabels = st.taxlabels = datablock.taxlabels(cmd)
-        elif name == "matrix":
-            self.settings.set_data(datablock.matrix(cmd, st), self.current_file)
+        m = self._data.command(cmd)
+        if m is not None:
+            self.settings.set_data(m, self.current_file)
             self._report_data()
-        elif name in ("charstatelabels", "charlabels", "statelabels", "eliminate", "options"):
-            pass
-        else:
-            raise cmd.error("unknown command '%s' in a %s block" % (cmd.tokens[0].text, cmd.block),
-                            cmd.tokens[0], NexusError)
 
     def _trees_command(self, cmd: Command) -> None:
         if cmd.name == "translate":

@@ -33,22 +33,55 @@ def _fixed(prior) -> tuple | None:
 
 def _check_supported(d, number: int) -> None:
     lset = d.lset
-    unsupported = [("Nucmodel", "4by4"), ("Covarion", "No"), ("Nst", None), ("Rates", None), ("Coding", None)]
+    unsupported = [("Nucmodel", "4by4"), ("Covarion", "No"), ("Nst", None), ("Rates", None)]
     for key, ok in unsupported:
         value = lset[key]
         if ok is not None and value != ok and not (key == "Nucmodel" and d.datatype == "protein"):
-            raise NotImplementedYet("division %d: lset %s=%s is not implemented yet" % (number, key.lower(), value))
+            raise NotImplementedYet("division %d: lset %s=%s is not supported yet" % (number, key.lower(), value))
     if lset["Nst"] == "Mixed":
-        raise NotImplementedYet("division %d: lset nst=mixed is not implemented yet" % number)
+        raise NotImplementedYet("division %d: lset nst=mixed is not supported yet" % number)
     if lset["Rates"] not in _RATES:
-        raise NotImplementedYet("division %d: lset rates=%s is not implemented yet" % (number, lset["Rates"]))
-    if lset["Coding"] not in ("All", "Variable"):
-        raise NotImplementedYet("division %d: lset coding=%s is not implemented yet" % (number, lset["Coding"]))
-    if lset["Coding"] == "Variable" and d.datatype != "standard":
-        raise ModelError("division %d: coding=variable applies to standard (morphology) data only" % number)
+        raise NotImplementedYet("division %d: lset rates=%s is not supported yet" % (number, lset["Rates"]))
+    _check_frequency_prior(d, number)
     aa = d.prset["Aamodelpr"]
     if d.datatype == "protein" and aa.kind != "Fixed":
-        raise NotImplementedYet("division %d: prset aamodelpr=%s is not implemented yet" % (number, aa.kind))
+        raise NotImplementedYet("division %d: prset aamodelpr=%s is not supported yet" % (number, aa.kind))
+
+
+def coding(d, number: int) -> str:
+    """`lset coding` as MrBayes applies it: to standard data only, where the default is Variable (Mkv);
+    DNA, RNA and protein divisions use all characters whatever coding says (MrBayes skips them silently)."""
+    if d.datatype != "standard":
+        return "all"
+    value = d.lset["Coding"]
+    if value not in ("All", "Variable"):
+        raise NotImplementedYet("division %d: lset coding=%s is not supported yet" % (number, value.lower()))
+    return value.lower()
+
+
+_FREQ_STATES = {"dna": 4, "rna": 4, "protein": 20}
+
+
+def _check_frequency_prior(d, number: int) -> None:
+    """`prset statefreqpr` against the division's datatype, as MrBayes checks it: a Dirichlet takes one
+    value (for all states) or one per state, fixed frequencies one per state. The table's default,
+    Dirichlet(1,1,1,1), is MrBayes' all-ones default of every datatype (20 ones for protein)."""
+    n, prior = _FREQ_STATES.get(d.datatype), d.prset["Statefreqpr"]
+    if n is None or prior is None:
+        return
+    numbers = [a for a in prior.args if not isinstance(a, str)]
+    if prior.kind == "Dirichlet" and len(numbers) not in (1, n) and prior != _default_prior("Statefreqpr"):
+        raise ModelError("division %d: statefreqpr=%s: %s data needs %d Dirichlet values (or one for all), got %d"
+                         % (number, prior, d.datatype.upper() if n == 4 else d.datatype, n, len(numbers)))
+    if prior.kind == "Fixed" and numbers and len(numbers) != n:
+        raise ModelError("division %d: statefreqpr=%s: %s data needs %d frequencies, got %d"
+                         % (number, prior, d.datatype.upper() if n == 4 else d.datatype, n, len(numbers)))
+
+
+def _default_prior(name: str):
+    from mbgpu.commands.table import build_table
+
+    return next(p.default for p in build_table()["prset"].params if p.name == name)
 
 
 def _frequencies(prior, n_states: int, patterns: list[PatternSet], number: int):
@@ -86,7 +119,7 @@ def _aamodel(d, number: int) -> str:
     except CommandError as err:
         raise ModelError("division %d: %s" % (number, err.message)) from None
     if name == "gtr":
-        raise NotImplementedYet("division %d: aamodelpr=fixed(gtr) is not implemented yet" % number)
+        raise NotImplementedYet("division %d: aamodelpr=fixed(gtr) is not supported yet" % number)
     return name
 
 
@@ -95,7 +128,7 @@ def division_spec(d, number: int, patterns: list[PatternSet]) -> ModelSpec:
     _check_supported(d, number)
     lset, prset = d.lset, d.prset
     spec = ModelSpec(datatype=d.datatype, rates=_RATES[lset["Rates"]], ngammacat=int(lset["Ngammacat"]),
-                     coding=lset["Coding"].lower())
+                     coding=coding(d, number))
     if d.datatype in ("dna", "rna"):
         spec.nst = int(lset["Nst"])
         kappa = _fixed(prset["Tratiopr"])
@@ -115,6 +148,16 @@ def division_spec(d, number: int, patterns: list[PatternSet]) -> ModelSpec:
     pinvar = _fixed(prset["Pinvarpr"])
     spec.pinvar = float(pinvar[0]) if pinvar else 0.0
     return spec
+
+
+def variable_characters(ps: PatternSet, masks: np.ndarray) -> PatternSet:
+    """The pattern set without the characters MrBayes excludes under coding=variable (Mkv) as
+    "incompatible with the specified coding bias": those with a state that every taxon allows
+    (CheckCharCodingType; '?', gaps and full ambiguity allow every state). `masks` is the matrix."""
+    full = np.uint32((1 << ps.n_states) - 1)
+    keep = np.bitwise_and.reduce(ps.masks & full, axis=0) == 0
+    columns = ps.columns[np.bitwise_and.reduce(masks[:, ps.columns] & full, axis=0) == 0]
+    return PatternSet(ps.datatype, ps.n_states, ps.masks[:, keep], ps.weights[keep], columns)
 
 
 def build_division_models(settings, pattern_sets: list[list[PatternSet]]) -> list[DivisionModel]:

@@ -1,22 +1,33 @@
-"""The free (estimated) model parameters of an analysis, linked across divisions as MrBayes links them.
+"""The model parameters of an analysis and which divisions share them, decided as MrBayes 3.2.7a decides.
 
-A parameter is free when its prior is not `fixed(...)`; divisions share one parameter unless
-`unlink` separates them or their settings differ. The list fixes the `.p` file's columns and the
-terms of the log prior.
+MrBayes (model.c) keeps a link-group id per parameter kind and division (`linkTable`, here
+`Settings.unlinked`: `unlink` gives each listed division a fresh id, `link` gives the listed
+divisions one common id). When an analysis is set up, its `SetUpLinkTable` compares the divisions
+in pairs: two divisions share a parameter when the kind applies to both, their link ids are equal
+and `IsModelSame` finds their settings compatible (the `_same_*` functions below, one per kind).
+Each later division joins the last earlier division it is compatible with, so the grouping is
+MrBayes' even where compatibility is not transitive. A shared parameter takes the prior of its
+first division: it is free (estimated, a `.p` column) unless that prior is `fixed(...)`.
+
+The list of free parameters fixes the `.p` file's columns and the terms of the log prior.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from mbgpu.datatypes import DNA
+from mbgpu.commands.params import PriorValue
+from mbgpu.errors import NotImplementedYet
 
-_AA3 = ("Ala", "Arg", "Asn", "Asp", "Cys", "Gln", "Glu", "Gly", "His", "Ile", "Leu", "Lys", "Met", "Phe", "Pro",
-        "Ser", "Thr", "Trp", "Tyr", "Val")
 KINDS = ("tratio", "revmat", "statefreq", "shape", "pinvar", "ratemult")
-_UNLINK_NAME = {"tratio": "Tratio", "revmat": "Revmat", "statefreq": "Statefreq", "shape": "Shape",
-                "pinvar": "Pinvar", "ratemult": "Ratemultiplier"}
+#: the name of each kind in `link`/`unlink` (and the key of Settings.unlinked)
+LINK_NAME = {"tratio": "Tratio", "revmat": "Revmat", "statefreq": "Statefreq", "shape": "Shape",
+             "pinvar": "Pinvar", "ratemult": "Ratemultiplier"}
+_PRSET = {"tratio": "Tratiopr", "revmat": "Revmatpr", "statefreq": "Statefreqpr", "shape": "Shapepr",
+          "pinvar": "Pinvarpr", "ratemult": "Ratepr"}
+_TOL = 1e-5     # MrBayes' AreDoublesEqual tolerance in IsModelSame
 
 
 @dataclass
@@ -27,103 +38,278 @@ class FreeParameter:
     divisions: tuple[int, ...]
     prior: object
     value: np.ndarray
-    labels: list[str]
 
 
-def _letters(datatype: str) -> str:
-    """MrBayes labels RNA columns with A C G T too (pi(T), r(A<->T))."""
-    return DNA
+# ---- what applies to one division (IsModelSame's isApplic) ------------------------------------------
+
+def _nucleotide(d) -> bool:
+    return d.datatype in ("dna", "rna")
 
 
-def _labels(kind: str, d) -> list[str]:
+def _aamodel(d) -> str:
+    args = d.prset["Aamodelpr"].args
+    return str(args[0]).lower() if args else "poisson"
+
+
+def applies(kind: str, d) -> bool:
+    """Whether division `d` has a parameter of this kind at all (free or fixed)."""
+    lset = d.lset
+    codon = _nucleotide(d) and lset["Nucmodel"] == "Codon"
     if kind == "tratio":
-        return ["kappa"]
+        return _nucleotide(d) and lset["Nst"] == "2"
     if kind == "revmat":
-        a = _letters(d.datatype)
-        return ["r(%s<->%s)" % (a[i], a[j]) for i in range(4) for j in range(i + 1, 4)]
-    if kind == "statefreq":
-        return ["pi(%s)" % x for x in (_AA3 if d.datatype == "protein" else _letters(d.datatype))]
-    return {"shape": ["alpha"], "pinvar": ["pinvar"]}[kind]
-
-
-def _applies(kind: str, d) -> bool:
-    """Whether division `d` has a free parameter of this kind."""
-    lset, prset = d.lset, d.prset
-    nuc = d.datatype in ("dna", "rna")
-    if kind == "tratio":
-        return nuc and lset["Nst"] == "2" and prset["Tratiopr"].kind != "Fixed"
-    if kind == "revmat":
-        return nuc and lset["Nst"] == "6" and prset["Revmatpr"].kind != "Fixed"
-    if kind == "statefreq":
-        equalin = d.datatype == "protein" and [str(a).lower() for a in prset["Aamodelpr"].args][:1] == ["equalin"]
-        return (nuc or equalin) and prset["Statefreqpr"].kind != "Fixed"
+        if d.datatype == "protein":
+            return d.prset["Aamodelpr"].kind == "Fixed" and _aamodel(d) == "gtr"
+        return _nucleotide(d) and lset["Nst"] in ("6", "Mixed")
     if kind == "shape":
-        return lset["Rates"] in ("Gamma", "Invgamma") and prset["Shapepr"].kind != "Fixed"
+        return lset["Rates"] not in ("Equal", "Propinv", "Kmixture") and not codon
     if kind == "pinvar":
-        return lset["Rates"] in ("Propinv", "Invgamma") and prset["Pinvarpr"].kind != "Fixed"
-    raise AssertionError(kind)
+        return lset["Rates"] in ("Propinv", "Invgamma") and lset["Covarion"] == "No" and not codon
+    return kind in ("statefreq", "ratemult")
 
 
-def _prior_of(kind: str, d):
-    return d.prset[{"tratio": "Tratiopr", "revmat": "Revmatpr", "statefreq": "Statefreqpr", "shape": "Shapepr",
-                    "pinvar": "Pinvarpr"}[kind]]
+def is_free(kind: str, d) -> bool:
+    """Whether a parameter whose first division is `d` is estimated (its prior is not fixed)."""
+    prior = d.prset[_PRSET[kind]]
+    if kind == "statefreq":
+        if d.datatype == "standard":
+            return d.prset["Symdirihyperpr"].kind != "Fixed"
+        if d.datatype == "protein" and (d.prset["Aamodelpr"].kind != "Fixed"
+                                        or _aamodel(d) not in ("equalin", "gtr")):
+            return False
+        return prior.kind == "Dirichlet"
+    return prior.kind != "Fixed"
 
 
-def _start(kind: str, n_labels: int) -> np.ndarray:
+# ---- when two divisions may share a parameter (IsModelSame) ----------------------------------------
+
+def _numbers(prior, n: int) -> list[float]:
+    """A prior's n numbers: one stands for all n, and so do equal values of another count (the
+    table's default Dirichlet(1,1,1,1) is MrBayes' all-ones default of every datatype)."""
+    args = [float(a) for a in prior.args if not isinstance(a, str)] or [1.0]
+    if len(args) == 1 or (len(args) != n and len(set(args)) == 1):
+        return [args[0]] * n
+    return args
+
+
+def _close(a: list[float], b: list[float]) -> bool:
+    return len(a) == len(b) and all(abs(x - y) < _TOL for x, y in zip(a, b))
+
+
+def _same_prior(p, q, n: int) -> bool:
+    """Both priors of one form with equal numbers (IsModelSame's `AreDoublesEqual` chains)."""
+    return p.kind == q.kind and _close(_numbers(p, n), _numbers(q, n))
+
+
+def _same_data(a, b) -> bool:
+    """Both nucleotide (DNA and RNA mix), or else one datatype."""
+    return (_nucleotide(a) and _nucleotide(b)) or a.datatype == b.datatype
+
+
+def _same_tratio(a, b) -> bool:
+    return _same_prior(a.prset["Tratiopr"], b.prset["Tratiopr"], 2)
+
+
+def _same_revmat(a, b) -> bool:
+    if _nucleotide(a) != _nucleotide(b) or a.lset["Nst"] != b.lset["Nst"]:
+        return False
+    return _same_prior(a.prset["Revmatpr"], b.prset["Revmatpr"], 6)
+
+
+def fix_type(prior) -> str:
+    """MrBayes' stateFreqsFixType of a fixed frequency prior: equal, empirical or user."""
+    words = [str(a).lower() for a in prior.args if isinstance(a, str)]
+    if words and "empirical".startswith(words[0]):
+        return "empirical"
+    return "user" if not words and prior.args else "equal"
+
+
+def _same_frequency_prior(p, q, n: int) -> bool:
+    """Priors of different forms (Dirichlet and fixed) do not keep divisions apart: IsModelSame has
+    no `else` there, so MrBayes links them and the first division's prior rules. Two user-fixed
+    priors are compared by their Dirichlet values (sic); mbgpu keeps none, so they count as equal."""
+    if p.kind != q.kind:
+        return True
+    if p.kind == "Dirichlet":
+        return _close(_numbers(p, n), _numbers(q, n))
+    return fix_type(p) == fix_type(q)
+
+
+def _symdir_numbers(prior) -> list[float]:
+    """Symdirihyperpr's numbers, fixed(infinity) as MrBayes stores it (-1)."""
+    return [-1.0 if isinstance(a, str) else float(a) for a in prior.args] or [-1.0]
+
+
+def _same_symdir(a, b) -> bool:
+    """Standard data: the same symmetric-Dirichlet hyperprior, and the same number of beta categories
+    unless the frequencies are fixed to be equal (fixed(infinity))."""
+    p, q = a.prset["Symdirihyperpr"], b.prset["Symdirihyperpr"]
+    if p.kind != q.kind or not _close(_symdir_numbers(p), _symdir_numbers(q)):
+        return False
+    return (p.kind == "Fixed" and _symdir_numbers(p)[0] == -1.0) or a.lset["Nbetacat"] == b.lset["Nbetacat"]
+
+
+def _same_statefreq(a, b) -> bool:
+    if not _same_data(a, b):
+        return False
+    if (_nucleotide(a) and a.lset["Nucmodel"] != b.lset["Nucmodel"]) or a.lset["Covarion"] != b.lset["Covarion"]:
+        return False
+    pa, pb = a.prset, b.prset
+    if a.datatype == "standard":
+        return _same_symdir(a, b)
+    if a.datatype == "protein":
+        if pa["Aamodelpr"].kind != pb["Aamodelpr"].kind or pa["Aamodelpr"].kind != "Fixed":
+            return True
+        if _aamodel(a) != _aamodel(b):
+            return False
+        if _aamodel(a) not in ("equalin", "gtr"):
+            return True
+        return _same_frequency_prior(pa["Statefreqpr"], pb["Statefreqpr"], 20)
+    return _same_frequency_prior(pa["Statefreqpr"], pb["Statefreqpr"], 4)
+
+
+def _same_shape(a, b) -> bool:
+    if not _same_data(a, b):
+        return False
+    cats = "Nlnormcat" if a.lset["Rates"] == "LNorm" else "Ngammacat"
+    if a.lset[cats] != b.lset[cats]:
+        return False
+    return _same_prior(a.prset["Shapepr"], b.prset["Shapepr"], 2)
+
+
+def _same_pinvar(a, b) -> bool:
+    if not _same_data(a, b):
+        return False
+    if _nucleotide(a) and _nucleotide(b) and a.lset["Nucmodel"] != b.lset["Nucmodel"]:
+        return False
+    if a.lset["Covarion"] != b.lset["Covarion"]:
+        return False
+    return _same_prior(a.prset["Pinvarpr"], b.prset["Pinvarpr"], 2)
+
+
+def _rate_prior_form(d) -> str:
+    """MrBayes' ratePr string: `variable` is stored as Dirichlet, whatever its value."""
+    return "Fixed" if d.prset["Ratepr"].kind == "Fixed" else "Dirichlet"
+
+
+def _same_ratemult(a, b) -> bool:
+    """Same ratepr form and branch-length prior (MrBayes: P_BRLENS the same and linked)."""
+    return _rate_prior_form(a) == _rate_prior_form(b) and str(a.prset["Brlenspr"]) == str(b.prset["Brlenspr"])
+
+
+_SAME = {"tratio": _same_tratio, "revmat": _same_revmat, "statefreq": _same_statefreq, "shape": _same_shape,
+         "pinvar": _same_pinvar, "ratemult": _same_ratemult}
+
+
+# ---- grouping (SetUpLinkTable) ---------------------------------------------------------------------
+
+def link_groups(settings, kind: str) -> list[tuple[int, ...]]:
+    """The 1-based divisions sharing each parameter of this kind, ordered by first division."""
+    divs = settings.divisions
+    ids = settings.link_ids(LINK_NAME[kind])
+    ok = [applies(kind, d) for d in divs]
+    model = [1 if ok[0] else -1] if len(divs) == 1 else [0] * len(divs)
+    count = 0
+    for i in range(len(divs) - 1):
+        for k in range(i + 1, len(divs)):
+            if ok[i] and ok[k] and ids[i] == ids[k] and _SAME[kind](divs[i], divs[k]):
+                if model[i] == 0:
+                    count += 1
+                    model[i] = count
+                model[k] = model[i]     # the last compatible earlier division wins (sic)
+                continue
+            for j in (i, k):
+                if not ok[j]:
+                    model[j] = -1
+                elif model[j] == 0:
+                    count += 1
+                    model[j] = count
+    groups: dict[int, list[int]] = {}
+    for number, m in enumerate(model, 1):
+        if m > 0:
+            groups.setdefault(m, []).append(number)
+    return sorted(tuple(g) for g in groups.values())
+
+
+def _n_values(kind: str, d) -> int:
+    return {"tratio": 2, "revmat": 6, "shape": 1, "pinvar": 1}.get(kind) or (20 if d.datatype == "protein" else 4)
+
+
+def _start(kind: str, n: int) -> np.ndarray:
     """MrBayes' start values; kappa is held as the pair (k/(1+k), 1/(1+k)), its prior's scale."""
-    if kind in ("revmat", "statefreq"):
-        return np.full(n_labels, 1.0 / n_labels)
-    if kind == "tratio":
-        return np.array([0.5, 0.5])
+    if kind in ("revmat", "statefreq", "tratio"):
+        return np.full(n, 1.0 / n)
     return np.array([{"shape": 1.0, "pinvar": 0.0}[kind]])
 
 
-def _unlinked(settings, kind: str, number: int) -> bool:
-    value = settings.unlinked.get(_UNLINK_NAME[kind])
-    return value is not None and (value == "all" or number in value)
-
-
 def free_parameters(settings) -> list[FreeParameter]:
-    """Every free parameter, in MrBayes' column order (kind first, then division)."""
+    """Every free parameter, in MrBayes' column order (kind first, then first division).
+
+    Raises:
+        NotImplementedYet: divisions whose state frequencies MrBayes links under a fixed prior that
+            would give one of them other frequencies than its own (see `_check_fixed_frequencies`).
+    """
     out: list[FreeParameter] = []
     for kind in KINDS[:-1]:
-        groups: dict[tuple, list[int]] = {}
-        for i, d in enumerate(settings.divisions, 1):
-            if not _applies(kind, d):
-                continue
-            key = (str(_prior_of(kind, d)), d.datatype == "protein", d.lset["Ngammacat"] if kind == "shape" else 0)
-            if _unlinked(settings, kind, i):
-                key = key + (i,)
-            groups.setdefault(key, []).append(i)
-        for divs in sorted(groups.values()):
-            d = settings.divisions[divs[0] - 1]
-            labels = _labels(kind, d)
-            out.append(FreeParameter(kind, tuple(divs), _prior_of(kind, d), _start(kind, len(labels)), labels))
-    out += _rate_multipliers(settings)
-    return out
+        for group in link_groups(settings, kind):
+            d = settings.divisions[group[0] - 1]
+            if is_free(kind, d):
+                out.append(FreeParameter(kind, group, d.prset[_PRSET[kind]], _start(kind, _n_values(kind, d))))
+            elif kind == "statefreq":
+                _check_fixed_frequencies(settings, group)
+    return out + _rate_multipliers(settings)
 
 
 def _rate_multipliers(settings) -> list[FreeParameter]:
-    divs = tuple(i for i, d in enumerate(settings.divisions, 1) if d.prset["Ratepr"].kind != "Fixed")
-    if len(divs) < 2:
-        return []
+    """One parameter per linked group of two or more divisions with a free `ratepr`. Its prior is
+    the Dirichlet of the divisions' own values (`variable` is 1). A group of one division (MrBayes
+    writes a column that stays 1, and adds nothing to the prior) is left out."""
     start = settings.startvals.get("Ratemultiplier")
-    value = np.array([start[i - 1] for i in divs] if start else [1.0] * len(divs))
-    prior = settings.divisions[divs[0] - 1].prset["Ratepr"]
-    return [FreeParameter("ratemult", divs, prior, value, ["m{%d}" % i for i in divs])]
-
-
-def column_names(settings, params: list[FreeParameter]) -> list[str]:
-    """The .p header after `Gen LnL LnPr`: TL then every parameter's labels with division suffixes."""
-    multi = len(settings.divisions) > 1
-    cols = ["TL{all}" if multi else "TL"]
-    for p in params:
-        if p.kind == "ratemult":
-            cols += p.labels
+    out = []
+    for group in link_groups(settings, "ratemult"):
+        if len(group) < 2 or not is_free("ratemult", settings.divisions[group[0] - 1]):
             continue
-        suffix = "{%s}" % ",".join(map(str, p.divisions)) if multi else ""
-        cols += [lab + suffix for lab in p.labels]
-    return cols
+        alphas = tuple(float(_numbers(settings.divisions[i - 1].prset["Ratepr"], 1)[0]) for i in group)
+        value = np.array([start[i - 1] for i in group] if start else [1.0] * len(group))
+        out.append(FreeParameter("ratemult", group, PriorValue("Dirichlet", alphas), value))
+    return out
+
+
+def _own_frequencies(d, number: int) -> tuple:
+    """What mbgpu's model of division `d` (numbered `number`) uses when no free parameter covers it:
+    ('freqs', values) (equal or user-fixed), ('empirical', number) (its own data's) or ('model', name)
+    (standard data, a fixed amino-acid model)."""
+    if d.datatype == "standard" or (d.datatype == "protein" and _aamodel(d) not in ("equalin", "gtr")):
+        return ("model", d.datatype + ":" + _aamodel(d))
+    prior, n = d.prset["Statefreqpr"], _n_values("statefreq", d)
+    kind = fix_type(prior) if prior.kind == "Fixed" else "equal"
+    if kind == "empirical":
+        return ("empirical", number)
+    values = np.array([float(a) for a in prior.args]) if kind == "user" else np.ones(n)
+    return ("freqs", tuple((values / values.sum()).tolist()))
+
+
+def _same_frequencies(a: tuple, b: tuple) -> bool:
+    if a[0] != "freqs" or b[0] != "freqs":
+        return a == b
+    return len(a[1]) == len(b[1]) and all(math.isclose(x, y, abs_tol=1e-12) for x, y in zip(a[1], b[1]))
+
+
+def _check_fixed_frequencies(settings, group: tuple[int, ...]) -> None:
+    """MrBayes fixes every division of a linked group to its first division's frequencies: its
+    `fixed(...)` values (equal or user) or the empirical frequencies pooled over the group. mbgpu
+    gives each division its own, so a group where they would differ is refused."""
+    divs = [settings.divisions[i - 1] for i in group]
+    first = _own_frequencies(divs[0], group[0])
+    if all(_same_frequencies(_own_frequencies(d, i), first) for d, i in zip(divs[1:], group[1:])):
+        return
+    spec = ",".join(map(str, group))
+    raise NotImplementedYet(
+        "divisions %s share one fixed state-frequency parameter: MrBayes links them and fixes all to division %d's "
+        "statefreqpr=%s%s; linking fixed frequencies other than each division's own is not supported yet "
+        "('unlink statefreq=(%s);' gives each division its own)"
+        % (spec, group[0], divs[0].prset["Statefreqpr"], ", pooled over them" if first[0] == "empirical" else "",
+           spec))
 
 
 def parameter_values(params: list[FreeParameter], values: list | None = None) -> list[float]:

@@ -32,7 +32,7 @@ def topology_log_prior(n_taxa: int) -> float:
 def brlens_log_prior(prior, lengths: np.ndarray, is_terminal: np.ndarray) -> float:
     """`brlenspr` for unconstrained trees: gammadir, exponential or uniform."""
     if prior.kind != "Unconstrained":
-        raise NotImplementedYet("brlenspr=%s is not implemented yet" % prior.kind.lower())
+        raise NotImplementedYet("brlenspr=%s is not supported yet" % prior.kind.lower())
     sub = prior.sub
     b = np.asarray(lengths, float)
     if sub.kind == "Exponential":
@@ -43,7 +43,7 @@ def brlens_log_prior(prior, lengths: np.ndarray, is_terminal: np.ndarray) -> flo
         return float(-b.size * math.log(hi - lo))
     if sub.kind == "GammaDir":
         return _GammaDir(sub, np.asarray(is_terminal))(b)
-    raise NotImplementedYet("brlenspr=unconstrained:%s is not implemented yet" % sub.kind.lower())
+    raise NotImplementedYet("brlenspr=unconstrained:%s is not supported yet" % sub.kind.lower())
 
 
 _add = np.add.reduce            # ndarray.sum without its Python wrapper: the same reduction
@@ -51,12 +51,15 @@ _add = np.add.reduce            # ndarray.sum without its Python wrapper: the sa
 
 class _GammaDir:
     """MrBayes' gammadir(a_T, b_T, a, c) branch-length prior for one set of edges (terminal or not):
-    Gamma(a_T, b_T) on the tree length times Dirichlet(a terminal, c internal) on the proportions, with
-    the Jacobian of the change of variables. What depends only on the edges is computed once."""
+    Gamma(a_T, rate b_T) on the tree length T times Dirichlet(a for terminal, a*c for internal edges) on
+    the proportions t/T, with the Jacobian T^-(n-1) of the change of variables (Rannala et al. 2012,
+    Eq. 36; MrBayes 3.2.7a LogDirPrior and LogPrior in mcmc.c: c is the ratio of the mean internal to
+    the mean terminal length, so the internal concentration is a*c). What depends only on the edges is
+    computed once."""
 
     def __init__(self, sub, is_terminal: np.ndarray):
         a_t, b_t, a, c = map(float, sub.args)
-        alphas = np.where(is_terminal, a, c)
+        alphas = np.where(is_terminal, a, a * c)
         self.norm = gammaln(alphas.sum()) - gammaln(alphas).sum()
         self.alpha_less_one = alphas - 1.0
         self.a_t, self.b_t, self.head = a_t, b_t, a_t * math.log(b_t) - math.lgamma(a_t)
@@ -91,8 +94,10 @@ class BrlensPrior:
 
 
 def _dirichlet_alphas(prior, n: int) -> np.ndarray:
+    """One value stands for all n; so do equal values of another count (the table's default
+    Dirichlet(1,1,1,1) is MrBayes' all-ones default, 20 ones for protein frequencies)."""
     args = [float(a) for a in prior.args] or [1.0]
-    return np.full(n, args[0]) if len(args) == 1 else np.array(args)
+    return np.full(n, args[0]) if len(args) == 1 or (len(args) != n and len(set(args)) == 1) else np.array(args)
 
 
 def parameter_log_prior(p, n_chars: dict[int, float] | None = None, value=None) -> float:
@@ -115,7 +120,7 @@ def parameter_log_prior(p, n_chars: dict[int, float] | None = None, value=None) 
             return float(-math.log(hi - lo))
     if kind == "ratemult":
         return _ratemult_log_prior(p, n_chars or {}, v)
-    raise NotImplementedYet("the prior %s for %s is not implemented yet" % (prior, kind))
+    raise NotImplementedYet("the prior %s for %s is not supported yet" % (prior, kind))
 
 
 def _ratemult_log_prior(p, n_chars: dict[int, float], value) -> float:

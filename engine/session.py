@@ -5,8 +5,8 @@ import os
 import sys
 
 from mbgpu.console import Console
-from mbgpu.errors import MbgpuError
-from mbgpu.interpreter import Interpreter, Quit
+from mbgpu.errors import MbgpuError, Quit
+from mbgpu.interpreter import Interpreter
 
 PROMPT = "mbgpu > "
 
@@ -33,15 +33,52 @@ def _report(err: MbgpuError) -> None:
     print(err.one_line(), file=sys.stderr)
 
 
+def _line_reader(stdin):
+    """A function returning the next line ('' at the end). At a terminal it is `input()` with line
+    editing and a history kept in ~/.mbgpu_history where Python has readline; elsewhere plain reads."""
+    if not (stdin is sys.stdin and stdin.isatty()):
+        return stdin.readline, lambda: None
+    try:
+        import readline
+    except ImportError:                      # e.g. Windows without pyreadline: no editing, still a prompt
+        readline = None
+    history = os.path.expanduser("~/.mbgpu_history")
+    if readline is not None:
+        try:
+            readline.read_history_file(history)
+        except OSError:
+            pass
+
+    def read() -> str:
+        try:
+            return input(PROMPT) + "\n"
+        except EOFError:
+            sys.stdout.write("\n")
+            return ""
+
+    def save() -> None:
+        if readline is not None:
+            try:
+                readline.set_history_length(1000)
+                readline.write_history_file(history)
+            except OSError:
+                pass
+    return read, save
+
+
 def prompt_loop(interp: Interpreter, stdin=None) -> int:
     """Read commands line by line until `quit` or end of input; errors stop only with quitonerror."""
-    stdin = stdin or sys.stdin
+    read, save = _line_reader(stdin or sys.stdin)
+    try:
+        return _loop(interp, read)
+    finally:
+        save()
+
+
+def _loop(interp: Interpreter, read) -> int:
     n = 0
     while True:
-        if stdin.isatty():
-            sys.stdout.write(PROMPT)
-            sys.stdout.flush()
-        line = stdin.readline()
+        line = read()
         if not line:
             return 0
         n += 1

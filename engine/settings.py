@@ -54,7 +54,9 @@ class Settings:
     partitions: dict[str, list[list[int]]] = field(default_factory=dict)
     partition: str = "Default"
     divisions: list[Division] = field(default_factory=list)
-    unlinked: dict[str, Any] = field(default_factory=dict)
+    # MrBayes' link table: link/unlink name ('Shape') -> link-group id per division (first-appearance
+    # order from 0); a name not here has every division in group 0 (linked, the default)
+    unlinked: dict[str, tuple[int, ...]] = field(default_factory=dict)
     startvals: dict[str, Any] = field(default_factory=dict)
     outgroup: int = 0
     trees: dict[str, TreeRecord] = field(default_factory=dict)
@@ -87,15 +89,44 @@ class Settings:
         self.activate("Default")
 
     def activate(self, name: str) -> None:
-        """Make partition `name` active; every division starts from default model settings."""
+        """Make partition `name` active; every division starts from default model settings, every
+        parameter linked (MrBayes' SetModelDefaults)."""
         assert self.matrix is not None
         self.partition = name
-        self.divisions = []
+        self.divisions, self.unlinked = [], {}
         for cols in self.partitions[name]:
             arr = np.asarray(cols, dtype=np.int64)
             kinds = {self.matrix.datatypes[j] for j in cols}
             assert len(kinds) == 1, "a division must hold one datatype (checked when defined)"
             self.divisions.append(self.new_division(arr, kinds.pop()))
+
+    def link_ids(self, name: str) -> tuple[int, ...]:
+        """The link-group id of every division for parameter `name` (equal ids: may be shared)."""
+        return self.unlinked.get(name, (0,) * len(self.divisions))
+
+    def unlink(self, name: str, numbers) -> None:
+        """MrBayes' `unlink`: each listed (1-based) division gets a group of its own."""
+        ids = list(self.link_ids(name))
+        for i in numbers:
+            ids[i - 1] = max(ids) + 1
+        self._set_links(name, ids)
+
+    def link(self, name: str, numbers) -> None:
+        """MrBayes' `link`: the listed (1-based) divisions get one new common group."""
+        ids = list(self.link_ids(name))
+        fresh = max(ids) + 1
+        for i in numbers:
+            ids[i - 1] = fresh
+        self._set_links(name, ids)
+
+    def _set_links(self, name: str, ids: list[int]) -> None:
+        """Store ids renumbered by first appearance (one form per grouping; none when all linked)."""
+        order: dict[int, int] = {}
+        canonical = tuple(order.setdefault(i, len(order)) for i in ids)
+        if any(canonical):
+            self.unlinked[name] = canonical
+        else:
+            self.unlinked.pop(name, None)
 
     def included(self, columns: np.ndarray) -> np.ndarray:
         """The columns of `columns` that are not excluded."""

@@ -65,7 +65,7 @@ def distributed_mcmc(s, con, comm, ckp) -> None:
 
     opts = RunOptions.from_settings(s.mcmc)
     layout = Layout(opts.nruns, opts.nchains, comm.Get_size(), int(s.options.get("Sitesplit") or 1))
-    sets = division_pattern_sets(s)
+    sets = division_pattern_sets(s, con)
     report_patterns(con, sets)
     problem = None
     if comm.Get_rank() == 0 and ckp is not None:

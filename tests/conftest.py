@@ -17,7 +17,11 @@ try:        # CI (CI=true): property tests draw the same examples every run, so 
         _hypothesis_settings.load_profile("ci")
 except ImportError:
     pass
-SHARED = ROOT.parent / "shared"
+SHARED = Path(os.environ.get("MBGPU_SHARED") or ROOT.parent / "shared")
+TEST_DATA = ROOT / "tests" / "data"   # what the tests need in a fresh clone (tests/data/README.md)
+# Fixtures that reach outside the checkout (../shared: MrBayes' binaries, its data, the auxiliary oracles).
+# A test using one is marked `shared` automatically and skips with a reason where ../shared is absent.
+SHARED_FIXTURES = {"shared_data", "mb_double", "mb"}
 
 
 def _cuda_ok() -> bool:
@@ -36,12 +40,22 @@ def _mpi_ok() -> bool:
                 or shutil.which("mpiexec"))
 
 
+def _require_shared() -> bool:
+    """MBGPU_REQUIRE_SHARED=1 (.ci/run's second pass): a `shared` test that skips is a failure."""
+    return os.environ.get("MBGPU_REQUIRE_SHARED") == "1"
+
+
 def pytest_collection_modifyitems(config, items):
+    if _require_shared() and not (SHARED / "data").is_dir():
+        raise pytest.UsageError("MBGPU_REQUIRE_SHARED=1 but %s/data does not exist" % SHARED)
+    for item in items:
+        if SHARED_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.shared)
     cuda = None
     mpi = _mpi_ok()
     if not mpi and os.environ.get("MBGPU_REQUIRE_MPI") == "1" and any("mpi" in item.keywords for item in items):
         raise pytest.UsageError("MBGPU_REQUIRE_MPI=1 but mpi4py or mpiexec is missing: the mpi tests would be "
-                                "skipped (pip install -e '.[mpi]')")
+                                "skipped (pip install -e '.[mpich]', or '.[mpi]' with a system MPI)")
     for item in items:
         if "gpu" in item.keywords:
             if cuda is None:
@@ -49,7 +63,36 @@ def pytest_collection_modifyitems(config, items):
             if not cuda:
                 item.add_marker(pytest.mark.skip(reason="no CUDA device or pycuda"))
         if "mpi" in item.keywords and not mpi:
-            item.add_marker(pytest.mark.skip(reason="needs mpi4py and an mpiexec (pip install -e '.[mpi]')"))
+            item.add_marker(pytest.mark.skip(reason="needs mpi4py and an mpiexec (pip install -e '.[mpich]', or '.[mpi]' with a system MPI)"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under MBGPU_REQUIRE_SHARED=1 a skipped `shared` test fails: the outside oracles must have run."""
+    outcome = yield
+    report = outcome.get_result()
+    if _require_shared() and report.skipped and "shared" in item.keywords and "gpu" not in item.keywords:
+        report.outcome = "failed"
+        report.longrepr = "MBGPU_REQUIRE_SHARED=1: this shared test was skipped (%s)" % (report.longrepr,)
+
+
+def _peer(name: str) -> Path:
+    path = SHARED / "peers" / "bin" / name
+    if not os.access(path, os.X_OK):
+        pytest.skip("MrBayes (%s) is not there: ../shared/peers is not beside the checkout" % path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def mb_double() -> Path:
+    """The real MrBayes 3.2.7a in double precision (../shared/peers/bin/mb-double): the likelihood oracle."""
+    return _peer("mb-double")
+
+
+@pytest.fixture(scope="session")
+def mb() -> Path:
+    """The real MrBayes 3.2.7a (single precision, BEAGLE inside): the side-by-side peer."""
+    return _peer("mb")
 
 
 @pytest.fixture(scope="session")

@@ -52,7 +52,7 @@ def test_interactive_prompt_continues_after_error(tmp_path):
     data.write_text(DNA4)
     r = mbgpu("-i", str(data), stdin="lset nst=9\nlset nst=2\nshowmodel\nquit\n")
     assert r.returncode == 0
-    assert "unknown value for Nst '9'" in r.stderr and "Nst          2" in r.stdout
+    assert "unknown value for Nst '9'" in r.stderr and "Nst       = 2" in r.stdout
 
 
 def test_interactive_quitonerror_stops(tmp_path):
@@ -124,3 +124,49 @@ def test_a_directory_is_not_a_file(tmp_path, capsys):
 
     assert main([str(tmp_path)]) == 2
     assert capsys.readouterr().err == "mbgpu: error: cannot open '%s': not a file\n" % tmp_path
+
+
+def test_a_closed_pipe_is_no_traceback():
+    """`mbgpu -h | head -1`: the reader is gone before mbgpu writes; it exits quietly (141, as after SIGPIPE)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run([sys.executable, "-m", "mbgpu", "-h"], stdout=write_end, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert r.returncode == 141 and r.stderr == ""
+
+
+def test_prompt_has_line_editing_and_history(tmp_path):
+    """At a terminal the prompt is readline's: the up arrow brings back the last command, and the history
+    is kept in ~/.mbgpu_history for the next session."""
+    pty = pytest.importorskip("pty")
+    pytest.importorskip("readline")
+    import select
+
+    main, child = pty.openpty()
+    env = dict(os.environ, HOME=str(tmp_path), TERM="xterm")
+    proc = subprocess.Popen([sys.executable, "-m", "mbgpu"], stdin=child, stdout=child, stderr=child, env=env,
+                            cwd=tmp_path)
+    os.close(child)
+    seen = b""
+
+    def until(text: bytes) -> None:
+        nonlocal seen
+        while seen.count(text) < until.count.get(text, 0) + 1:
+            ready, _, _ = select.select([main], [], [], 60)
+            assert ready, "no %r within 60 s; screen: %r" % (text, seen[-400:])
+            seen += os.read(main, 4096)
+        until.count[text] = seen.count(text)
+    until.count = {}
+    until(b"mbgpu > ")
+    os.write(main, b"help quit\r")
+    until(b"mbgpu > ")
+    os.write(main, b"\x1b[A\r")                         # up arrow: the same command again
+    until(b"mbgpu > ")
+    os.write(main, b"quit\r")
+    assert proc.wait(60) == 0
+    os.close(main)
+    assert seen.count(b"quits the program") == 2, seen.decode(errors="replace")
+    assert "help quit" in (tmp_path / ".mbgpu_history").read_text()

@@ -37,8 +37,9 @@ def test_a_tree_with_another_root_does_not_fit():
 
 
 def test_gammadir_equals_scipy_densities():
-    """gammadir(aT, bT, a, c): Gamma(aT, rate bT) on the tree length, Dirichlet on the proportions and the
-    Jacobian TL^-(n-1), written with scipy.stats (an independent formula)."""
+    """gammadir(aT, bT, a, c): Gamma(aT, rate bT) on the tree length, Dirichlet on the proportions (a for
+    terminal edges, a*c for internal ones, as MrBayes' LogDirPrior) and the Jacobian TL^-(n-1), written
+    with scipy.stats (an independent formula)."""
     from scipy import stats
 
     prior = parse_prior_text("Unconstrained:GammaDir(2,0.5,1.5,0.7)")
@@ -46,7 +47,7 @@ def test_gammadir_equals_scipy_densities():
     edges = np.flatnonzero(tree.parent >= 0)
     b = tree.brlen[edges]
     tl = b.sum()
-    alphas = np.where(edges < 12, 1.5, 0.7)
+    alphas = np.where(edges < 12, 1.5, 1.5 * 0.7)
     want = (stats.gamma.logpdf(tl, 2.0, scale=1 / 0.5) + stats.dirichlet.logpdf(b / tl, alphas)
             - (b.size - 1) * np.log(tl))
     assert BrlensPrior(prior, tree.parent, 12)(tree.brlen) == pytest.approx(want, rel=1e-12)

@@ -9,9 +9,11 @@ from typing import Any
 
 from mbgpu import charsets as cs
 from mbgpu.commands import helptext
-from mbgpu.commands.params import resolve
+from mbgpu.commands.params import PriorValue, resolve
 from mbgpu.commands.values import Assignment, parse_assignments
-from mbgpu.errors import CommandError, MbgpuError, NotImplementedYet
+from mbgpu.analysis import adopt_run_count, run_mcmc
+from mbgpu.errors import CommandError, MbgpuError, NotImplementedYet, Quit
+from mbgpu.summary import run_sump, run_sumt
 
 
 def _located(cmd, tok, err: MbgpuError) -> MbgpuError:
@@ -30,10 +32,19 @@ def assignments(spec, cmd) -> list[tuple[str, Any, Assignment]]:
             name = resolve(a.name.text, names, "parameter of %s" % spec.name.lower())
         except CommandError as err:
             raise _located(cmd, a.name, err) from None
+        param = by_name[name]
+        tok = a.value.token if a.value is not None else a.name
         try:
-            value = by_name[name].convert(a.value)
+            value = param.convert(a.value)
         except CommandError as err:
-            tok = a.value.token if a.value is not None else a.name
+            raise _located(cmd, tok, err) from None
+        shown = param.unsupported(value)
+        if shown is not None:
+            raise _located(cmd, tok, NotImplementedYet("%s %s=%s is not supported yet"
+                                                       % (spec.name.lower(), name.lower(), shown)))
+        try:
+            param.check(value)
+        except CommandError as err:
             raise _located(cmd, tok, err) from None
         out.append((name, value, a))
     return out
@@ -72,9 +83,16 @@ def _model(interp, spec, cmd, attr: str) -> None:
             if bad:
                 raise cmd.error("applyto=(%d): there are only %d divisions" % (bad[0], len(s.divisions)),
                                 a.value.token, CommandError)
-    for i in s.division_indices(applyto):
+    divisions = s.division_indices(applyto)
+    for name, value, a in pairs:
+        if name == "Ratepr" and value.kind == "Dirichlet" and len(value.args) != len(divisions):
+            raise cmd.error("ratepr=dirichlet(...) needs one value per division it applies to (%d), got %d"
+                            % (len(divisions), len(value.args)), a.value.token, CommandError)
+    for j, i in enumerate(divisions):
         target = getattr(s.divisions[i], attr)
         for name, value, _ in pairs:
+            if name == "Ratepr" and value.kind == "Dirichlet":   # MrBayes: the j-th value to the j-th division
+                value = PriorValue("Dirichlet", (value.args[j],))
             if name != "Applyto":
                 target[name] = value
 
@@ -82,10 +100,10 @@ def _model(interp, spec, cmd, attr: str) -> None:
 def do_mcmc(interp, spec, cmd, run: bool = True) -> None:
     for name, value, _ in assignments(spec, cmd):
         interp.settings.mcmc[name] = value
-    if run:
+    if not run:
+        adopt_run_count(interp.settings)   # MrBayes' DoMcmcp hands nruns to sump and sumt too
+    else:
         _need_data(interp, cmd)
-        from mbgpu.analysis import run_mcmc
-
         try:
             run_mcmc(interp)
         except MbgpuError as err:
@@ -96,8 +114,6 @@ def do_summary(interp, spec, cmd) -> None:
     store = getattr(interp.settings, spec.name.lower())
     for name, value, _ in assignments(spec, cmd):
         store[name] = value
-    from mbgpu.summary import run_sump, run_sumt
-
     try:
         (run_sump if spec.name == "Sump" else run_sumt)(interp.settings, interp.console)
     except MbgpuError as err:
@@ -169,9 +185,21 @@ def _check_partition(cmd, name, divisions, matrix) -> None:
 
 
 def do_link(interp, spec, cmd) -> None:
+    """`link`/`unlink` as MrBayes' DoLink/DoUnlink: the listed divisions of each parameter get one new
+    common link group (link) or a new group each (unlink); a parameter named twice keeps its last list."""
     _need_data(interp, cmd)
-    for name, value, _ in assignments(spec, cmd):
-        interp.settings.unlinked[name] = value if spec.name == "Unlink" else None
+    s = interp.settings
+    n = len(s.divisions)
+    lists = {}
+    for name, value, a in assignments(spec, cmd):
+        numbers = tuple(range(1, n + 1)) if value == "all" else value
+        if numbers and max(numbers) > n:
+            raise cmd.error("%s %s=(%s): there %s only %d division%s" % (
+                spec.name.lower(), name.lower(), ",".join(map(str, numbers)), "is" if n == 1 else "are", n,
+                "" if n == 1 else "s"), a.value.token, CommandError)
+        lists[name] = numbers
+    for name, numbers in lists.items():
+        (s.unlink if spec.name == "Unlink" else s.link)(name, numbers)
 
 
 def do_outgroup(interp, spec, cmd) -> None:
@@ -243,8 +271,6 @@ def do_showmodel(interp, spec, cmd) -> None:
 
 
 def do_quit(interp, spec, cmd) -> None:
-    from mbgpu.interpreter import Quit
-
     raise Quit()
 
 
@@ -269,8 +295,33 @@ def do_exclude(interp, spec, cmd) -> None:
 
 
 def do_stored(interp, spec, cmd) -> None:
+    """Definitions only options that are refused (constraints, clocks, doublets) would use: kept, inert."""
     interp.settings.stored.append((spec.name, " ".join(t.text for t in cmd.tokens[1:])))
-    interp.console.print("   %s stored; mbgpu does not use it in analyses yet" % spec.name.lower())
+    interp.console.print("   %s stored (used only by settings mbgpu does not support yet)" % spec.name.lower())
+
+
+_CTYPES = ("Unordered", "Ordered", "Dollo", "Irreversible")
+
+
+def do_ctype(interp, spec, cmd) -> None:
+    """`ctype TYPE: characters;`: unordered is what every standard character already is; the rest are
+    refused until their models exist."""
+    _need_data(interp, cmd)
+    toks = cmd.tokens
+    if len(toks) < 4 or not toks[2].is_punct(":"):
+        raise cmd.error("expected 'ctype TYPE: characters;' (TYPE: %s)" % ", ".join(_CTYPES).lower(),
+                        toks[0], CommandError)
+    try:
+        kind = resolve(toks[1].text, _CTYPES, "character type")
+    except CommandError as err:
+        raise _located(cmd, toks[1], err) from None
+    if kind != "Unordered":
+        raise cmd.error("ctype %s is not supported yet" % kind.lower(), toks[1], NotImplementedYet)
+    s = interp.settings
+    try:
+        cs.expand(cs.normalise([t.text for t in toks[3:]]), s.matrix.nchar, s.charsets)
+    except CommandError as err:
+        raise _located(cmd, toks[3], err) from None
 
 
 def do_report(interp, spec, cmd) -> None:
@@ -285,7 +336,7 @@ _HANDLERS = {
     "Charset": do_charset, "Partition": do_partition, "Unlink": do_link, "Link": do_link,
     "Outgroup": do_outgroup, "Startvals": do_startvals, "Log": do_log, "Execute": do_execute,
     "Help": do_help, "Showmodel": do_showmodel, "Quit": do_quit, "Report": do_report,
-    "Exclude": do_exclude, "Include": do_exclude,
+    "Exclude": do_exclude, "Include": do_exclude, "Ctype": do_ctype,
 }
 
 

@@ -8,7 +8,7 @@ from mbgpu.commands.params import Param
 def command_list(table) -> str:
     lines = ["   Commands (unique prefixes are accepted; 'help NAME' describes one):", ""]
     for spec in table.values():
-        flag = "" if spec.implemented else "  (not implemented yet)"
+        flag = "" if spec.implemented else "  (not supported yet)"
         lines.append("   %-18s %s%s" % (spec.name, spec.summary, flag))
     return "\n".join(lines)
 
@@ -47,7 +47,7 @@ def command_help(spec, settings=None) -> str:
     if spec.syntax:
         lines.append("   Usage: %s" % spec.syntax)
     if not spec.implemented:
-        lines.append("   (recognised, not implemented yet in mbgpu)")
+        lines.append("   (recognised, not supported yet in mbgpu)")
     if spec.params:
         current = _current(spec, settings) if settings is not None else {}
         lines += ["", "   %-18s %-40s %s" % ("Parameter", "Options", "Current Setting"), "   " + "-" * 74]
@@ -56,21 +56,17 @@ def command_help(spec, settings=None) -> str:
             opts = _wrap_options(p.options(), 40)
             lines.append("   %-18s %-40s %s" % (p.name, opts[0], _show(p, val)))
             lines += ["   %-18s %s" % ("", more) for more in opts[1:]]
+            if p.support_note():
+                lines.append("   %-18s mbgpu: %s" % ("", p.support_note()))
         lines.append("   " + "-" * 74)
     return "\n".join(lines)
 
 
 def model_summary(settings) -> str:
-    lines = ["   Model settings (partition %s):" % settings.partition]
-    for i, d in enumerate(settings.divisions, 1):
-        lines.append("")
-        lines.append("   Division %d: %s, %d characters" % (i, d.datatype.upper() if d.datatype in ("dna", "rna")
-                                                           else d.datatype.capitalize(), len(d.columns)))
-        for key in ("Nst", "Rates", "Ngammacat", "Coding"):
-            lines.append("      %-12s %s" % (key, d.lset[key]))
-        for key in ("Tratiopr", "Revmatpr", "Aamodelpr", "Statefreqpr", "Shapepr", "Pinvarpr", "Ratepr"):
-            lines.append("      %-12s %s" % (key, d.prset[key]))
-    return "\n".join(lines)
+    """`showmodel`: MrBayes' model summary, the same text `mcmc` prints before it starts."""
+    from mbgpu.output.modelsummary import model_summary_lines
+
+    return "\n".join(model_summary_lines(settings))
 
 
 def markdown_reference(table) -> str:
@@ -80,15 +76,16 @@ def markdown_reference(table) -> str:
            "Command names, parameter names and enumerated values accept any unique prefix, case-insensitively;",
            "an exact match always wins.", ""]
     for spec in table.values():
-        out.append("## %s%s" % (spec.name.lower(), "" if spec.implemented else " (not implemented yet)"))
+        out.append("## %s%s" % (spec.name.lower(), "" if spec.implemented else " (not supported yet)"))
         out += ["", spec.summary + ".", ""]
         if spec.syntax:
             out += ["`%s`" % spec.syntax, ""]
         if spec.params:
-            out += ["| parameter | options | default | meaning |", "|---|---|---|---|"]
+            out += ["| parameter | options | default | meaning | mbgpu runs |", "|---|---|---|---|---|"]
             for p in spec.params:
                 default = "" if p.default is None else p.show(p.default)
                 opts = p.options().replace("|", "/")
-                out.append("| %s | %s | %s | %s |" % (p.name, opts, default, p.help))
+                runs = p.support_note() or "every value"
+                out.append("| %s | %s | %s | %s | %s |" % (p.name, opts, default, p.help, runs))
             out.append("")
     return "\n".join(out) + "\n"

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from mbgpu.errors import CommandError
 
+from .prior_checks import check_prior
 from .values import Value
 
 
@@ -48,11 +49,47 @@ def parse_number(text: str, what: str) -> float:
 
 @dataclass
 class Param:
-    """Base class: a named parameter with a default and a help text."""
+    """Base class: a named parameter with a default and a help text.
+
+    `supported` says which values mbgpu can run: None, every value; a tuple, only those (Choice words,
+    Prior heads, or 'Head:Sub' for priors with a ':' part); (), only the default; or a predicate on the
+    converted value. Anything else is refused as "not supported yet" rather than accepted and ignored.
+    """
 
     name: str
     default: Any = None
     help: str = ""
+    supported: Any = field(default=None, kw_only=True)
+
+    def unsupported(self, value: Any) -> str | None:
+        """The value as written when mbgpu cannot run it yet, else None."""
+        ok = self.supported
+        if ok is None:
+            return None
+        if callable(ok):
+            good = ok(value)
+        elif ok == ():
+            good = value == self.default
+        else:
+            good = any(k in ok for k in self._keys(value))
+        return None if good else self.show(value)
+
+    def _keys(self, value: Any) -> tuple:
+        return (value,)
+
+    def support_note(self) -> str:
+        """What `supported` allows, in words, for help and docs/commands.md ('' when every value runs)."""
+        ok = self.supported
+        if ok is None:
+            return ""
+        if callable(ok):
+            return (ok.__doc__ or "some values").strip().splitlines()[0]
+        if ok == ():
+            return "only the default (the rest is not supported yet)"
+        return "only %s (the rest is not supported yet)" % "/".join(ok)
+
+    def check(self, value: Any) -> None:
+        """Raise CommandError when a supported value is out of range (priors: engine.commands.prior_checks)."""
 
     def convert(self, value: Value | None) -> Any:
         raise NotImplementedError
@@ -90,8 +127,8 @@ class Choice(Param):
         return "/".join(self.choices)
 
 
-def YesNo(name: str, default: str, help: str = "") -> Choice:
-    return Choice(name, default, help, ("Yes", "No"))
+def YesNo(name: str, default: str, help: str = "", **kw) -> Choice:
+    return Choice(name, default, help, ("Yes", "No"), **kw)
 
 
 @dataclass
@@ -227,8 +264,10 @@ class Prior(Param):
             self.default = parse_prior_text(self.default)
 
     def convert(self, value):
-        v = self._need(value)
-        return self._convert(v, self.heads, self.subs)
+        return self._convert(self._need(value), self.heads, self.subs)
+
+    def check(self, value):
+        check_prior(self.name, value)
 
     def _convert(self, v: Value, heads, subs) -> PriorValue:
         if not v.head:
@@ -247,6 +286,10 @@ class Prior(Param):
         elif subs.get(kind):
             raise CommandError("%s=%s needs a ':' part (%s)" % (self.name, kind, "/".join(subs[kind])))
         return PriorValue(kind, args, sub)
+
+    def _keys(self, value):
+        sub = getattr(value, "sub", None)
+        return (value.kind,) if sub is None else (value.kind, "%s:%s" % (value.kind, sub.kind))
 
     def _arg(self, text: str):
         try:

@@ -15,24 +15,26 @@ P = Prior
 def _lset() -> list[Param]:
     return [
         Divisions("Applyto", "all", "divisions the settings apply to"),
-        Choice("Nucmodel", "4by4", "nucleotide model type", ("4by4", "Doublet", "Codon", "Protein")),
+        Choice("Nucmodel", "4by4", "nucleotide model type", ("4by4", "Doublet", "Codon", "Protein"),
+               supported=("4by4",)),
         Choice("Nst", "1", "number of substitution types (1=JC/F81, 2=K80/HKY, 6=SYM/GTR)",
-               ("1", "2", "6", "Mixed")),
+               ("1", "2", "6", "Mixed"), supported=("1", "2", "6")),
         Choice("Code", "Universal", "genetic code", ("Universal", "Vertmt", "Invermt", "Yeast", "Mycoplasma",
-                                                    "Ciliate", "Echinoderm", "Euplotid", "Metmt")),
-        Choice("Ploidy", "Diploid", "ploidy level", ("Haploid", "Diploid", "Zlinked")),
+                                                    "Ciliate", "Echinoderm", "Euplotid", "Metmt"), supported=()),
+        Choice("Ploidy", "Diploid", "ploidy level", ("Haploid", "Diploid", "Zlinked"), supported=()),
         Choice("Rates", "Equal", "rate variation across sites",
-               ("Equal", "Gamma", "LNorm", "Propinv", "Invgamma", "Adgamma", "Kmixture")),
+               ("Equal", "Gamma", "LNorm", "Propinv", "Invgamma", "Adgamma", "Kmixture"),
+               supported=("Equal", "Gamma", "Propinv", "Invgamma")),
         Int("Ngammacat", 4, "number of discrete gamma categories", 1, 20),
-        Int("Nlnormcat", 4, "number of lognormal categories", 1, 20),
-        Int("Nmixtcat", 4, "number of mixture categories", 1, 20),
-        Int("Nbetacat", 5, "number of beta categories", 1, 20),
-        Choice("Omegavar", "Equal", "omega variation (codon models)", ("Equal", "Ny98", "M3")),
-        YesNo("Covarion", "No", "covarion model"),
-        Choice("Coding", "All", "how characters were sampled (Mkv: Variable)",
+        Int("Nlnormcat", 4, "number of lognormal categories", 1, 20, supported=()),
+        Int("Nmixtcat", 4, "number of mixture categories", 1, 20, supported=()),
+        Int("Nbetacat", 5, "number of beta categories", 1, 20, supported=()),
+        Choice("Omegavar", "Equal", "omega variation (codon models)", ("Equal", "Ny98", "M3"), supported=()),
+        YesNo("Covarion", "No", "covarion model", supported=()),
+        Choice("Coding", "Variable", "how characters were sampled (Mkv: Variable)",
                ("All", "Variable", "Informative", "Nosingletons", "Noabsencesites", "Nopresencesites",
-                "Nosingletonabsence", "Nosingletonpresence")),
-        YesNo("Parsmodel", "No", "parsimony model"),
+                "Nosingletonabsence", "Nosingletonpresence"), supported=("All", "Variable")),
+        YesNo("Parsmodel", "No", "parsimony model", supported=()),
     ]
 
 
@@ -40,48 +42,62 @@ _AA = ("Poisson", "Jones", "Dayhoff", "Mtrev", "Mtmam", "Wag", "Rtrev", "Cprev",
        "Equalin", "Gtr")
 
 
+def _aa_supported(value) -> bool:
+    """fixed(NAME) for every model but gtr (mixed and gtr are not supported yet)"""
+    return value.kind == "Fixed" and not any(str(a).lower() == "gtr" for a in value.args)
+
+
 def _prset() -> list[Param]:
+    no = ()  # only the default: the model or feature the prior belongs to is not supported yet
     return [
         Divisions("Applyto", "all", "divisions the settings apply to"),
         P("Tratiopr", "Beta(1,1)", "transition/transversion rate ratio", ("Beta", "Fixed")),
         P("Revmatpr", "Dirichlet(1,1,1,1,1,1)", "GTR exchangeabilities", ("Dirichlet", "Fixed")),
-        P("Aamodelpr", "Fixed(Poisson)", "amino-acid model", ("Fixed", "Mixed"), named=True, words={"Fixed": _AA}),
-        P("Aarevmatpr", "Dirichlet(1,...)", "amino-acid GTR exchangeabilities", ("Dirichlet", "Fixed")),
-        P("Omegapr", "Dirichlet(1,1)", "dN/dS", ("Dirichlet", "Fixed")),
-        P("Ny98omega1pr", "Beta(1,1)", "NY98 omega1", ("Beta", "Fixed")),
-        P("Ny98omega3pr", "Exponential(1)", "NY98 omega3", ("Uniform", "Exponential", "Fixed")),
-        P("M3omegapr", "Exponential", "M3 omegas", ("Exponential", "Fixed")),
-        P("Codoncatfreqs", "Dirichlet(1,1,1)", "codon category frequencies", ("Dirichlet", "Fixed")),
+        P("Aamodelpr", "Fixed(Poisson)", "amino-acid model", ("Fixed", "Mixed"), named=True, words={"Fixed": _AA},
+          supported=_aa_supported),
+        P("Aarevmatpr", "Dirichlet(1,...)", "amino-acid GTR exchangeabilities", ("Dirichlet", "Fixed"), supported=no),
+        P("Omegapr", "Dirichlet(1,1)", "dN/dS", ("Dirichlet", "Fixed"), supported=no),
+        P("Ny98omega1pr", "Beta(1,1)", "NY98 omega1", ("Beta", "Fixed"), supported=no),
+        P("Ny98omega3pr", "Exponential(1)", "NY98 omega3", ("Uniform", "Exponential", "Fixed"), supported=no),
+        P("M3omegapr", "Exponential", "M3 omegas", ("Exponential", "Fixed"), supported=no),
+        P("Codoncatfreqs", "Dirichlet(1,1,1)", "codon category frequencies", ("Dirichlet", "Fixed"), supported=no),
         P("Statefreqpr", "Dirichlet(1,1,1,1)", "state frequencies", ("Dirichlet", "Fixed"), named=True),
         P("Shapepr", "Exponential(1)", "gamma shape", ("Uniform", "Exponential", "Fixed")),
-        P("Ratecorrpr", "Uniform(-1,1)", "autocorrelated gamma correlation", ("Uniform", "Fixed")),
+        P("Ratecorrpr", "Uniform(-1,1)", "autocorrelated gamma correlation", ("Uniform", "Fixed"), supported=no),
         P("Pinvarpr", "Uniform(0,1)", "proportion of invariable sites", ("Uniform", "Fixed")),
-        P("Covswitchpr", "Uniform(0,100)", "covarion switching rates", ("Uniform", "Exponential", "Fixed")),
+        P("Covswitchpr", "Uniform(0,100)", "covarion switching rates", ("Uniform", "Exponential", "Fixed"),
+          supported=no),
         P("Symdirihyperpr", "Fixed(Infinity)", "symmetric Dirichlet hyperprior",
-          ("Uniform", "Exponential", "Fixed")),
-        P("Topologypr", "Uniform", "topology", ("Uniform", "Constraints", "Fixed", "Speciestree"), named=True),
+          ("Uniform", "Exponential", "Fixed"), supported=no),
+        P("Topologypr", "Uniform", "topology", ("Uniform", "Constraints", "Fixed", "Speciestree"), named=True,
+          supported=("Uniform",)),
         P("Brlenspr", "Unconstrained:GammaDir(1,0.1,1,1)", "branch lengths", ("Unconstrained", "Clock", "Fixed"),
           subs={"Unconstrained": ("Exponential", "Uniform", "GammaDir", "invGamDir", "twoExp"),
                 "Clock": ("Uniform", "Birthdeath", "Coalescence", "Fossilization", "Speciestree")},
-          named=True),
+          named=True, supported=("Unconstrained:Exponential", "Unconstrained:Uniform", "Unconstrained:GammaDir")),
         P("Treeagepr", "Gamma(1,1)", "tree age", ("Gamma", "Uniform", "Fixed", "Truncatednormal", "Lognormal",
-                                                  "Offsetlognormal", "Offsetgamma", "Offsetexponential")),
-        P("Speciationpr", "Exponential(10)", "net speciation rate", ("Uniform", "Exponential", "Fixed")),
-        P("Extinctionpr", "Beta(1,1)", "relative extinction rate", ("Beta", "Fixed")),
-        P("Fossilizationpr", "Beta(1,1)", "relative fossilization rate", ("Beta", "Fixed")),
-        Choice("Samplestrat", "Random", "taxon sampling strategy", ("Random", "Diversity", "Cluster", "FossilTip")),
-        Float("Sampleprob", 1.0, "extant taxon sampling probability", 0.0, 1.0),
-        P("Popsizepr", "Gamma(1,10)", "population size", ("Lognormal", "Gamma", "Uniform", "Normal", "Fixed")),
-        Choice("Popvarpr", "Equal", "population size variation", ("Equal", "Variable")),
-        Choice("Nodeagepr", "Unconstrained", "node ages", ("Unconstrained", "Calibrated")),
-        P("Clockratepr", "Fixed(1)", "clock rate", ("Fixed", "Normal", "Lognormal", "Exponential", "Gamma")),
-        Choice("Clockvarpr", "Strict", "clock rate variation", ("Strict", "Cpp", "TK02", "Igr", "Mixed")),
-        P("Cppratepr", "Exponential(0.1)", "CPP rate", ("Fixed", "Exponential")),
-        P("Cppmultdevpr", "Fixed(0.4)", "CPP multiplier deviation", ("Fixed",)),
-        P("TK02varpr", "Exponential(1)", "TK02 variance", ("Fixed", "Exponential", "Uniform")),
-        P("Igrvarpr", "Exponential(10)", "IGR variance", ("Fixed", "Exponential", "Uniform")),
+                                                  "Offsetlognormal", "Offsetgamma", "Offsetexponential"),
+          supported=no),
+        P("Speciationpr", "Exponential(10)", "net speciation rate", ("Uniform", "Exponential", "Fixed"), supported=no),
+        P("Extinctionpr", "Beta(1,1)", "relative extinction rate", ("Beta", "Fixed"), supported=no),
+        P("Fossilizationpr", "Beta(1,1)", "relative fossilization rate", ("Beta", "Fixed"), supported=no),
+        Choice("Samplestrat", "Random", "taxon sampling strategy", ("Random", "Diversity", "Cluster", "FossilTip"),
+               supported=no),
+        Float("Sampleprob", 1.0, "extant taxon sampling probability", 0.0, 1.0, supported=no),
+        P("Popsizepr", "Gamma(1,10)", "population size", ("Lognormal", "Gamma", "Uniform", "Normal", "Fixed"),
+          supported=no),
+        Choice("Popvarpr", "Equal", "population size variation", ("Equal", "Variable"), supported=no),
+        Choice("Nodeagepr", "Unconstrained", "node ages", ("Unconstrained", "Calibrated"), supported=no),
+        P("Clockratepr", "Fixed(1)", "clock rate", ("Fixed", "Normal", "Lognormal", "Exponential", "Gamma"),
+          supported=no),
+        Choice("Clockvarpr", "Strict", "clock rate variation", ("Strict", "Cpp", "TK02", "Igr", "Mixed"),
+               supported=no),
+        P("Cppratepr", "Exponential(0.1)", "CPP rate", ("Fixed", "Exponential"), supported=no),
+        P("Cppmultdevpr", "Fixed(0.4)", "CPP multiplier deviation", ("Fixed",), supported=no),
+        P("TK02varpr", "Exponential(1)", "TK02 variance", ("Fixed", "Exponential", "Uniform"), supported=no),
+        P("Igrvarpr", "Exponential(10)", "IGR variance", ("Fixed", "Exponential", "Uniform"), supported=no),
         P("Ratepr", "Fixed", "partition rate multipliers", ("Fixed", "Variable", "Dirichlet")),
-        P("Generatepr", "Fixed", "gene rate multipliers", ("Fixed", "Variable", "Dirichlet")),
+        P("Generatepr", "Fixed", "gene rate multipliers", ("Fixed", "Variable", "Dirichlet"), supported=no),
     ]
 
 
@@ -90,25 +106,27 @@ def _mcmc() -> list[Param]:
         Int("Ngen", 1000000, "number of generations", 1), Int("Nruns", 2, "independent runs", 1),
         Int("Nchains", 4, "chains per run (1 cold, the rest heated)", 1),
         Float("Temp", 0.1, "heating: heat(i) = 1/(1 + temp*i)", 0.0),
-        Numbers("Reweight", (0.0, 0.0), "percent of characters reweighted (down, up)"),
+        Numbers("Reweight", (0.0, 0.0), "percent of characters reweighted (down, up)", supported=()),
         Int("Swapfreq", 1, "generations between swap attempts", 1), Int("Nswaps", 1, "swaps per attempt", 1),
         Int("Samplefreq", 500, "generations between samples", 1), Int("Printfreq", 1000, "screen output", 1),
-        YesNo("Printall", "Yes", "print all chains"), Int("Printmax", 8, "max chains printed", 1),
+        YesNo("Printall", "Yes", "print all chains", supported=()),
+        Int("Printmax", 8, "max chains printed", 1, supported=()),
         YesNo("Mcmcdiagn", "Yes", "compute convergence diagnostics"),
         Int("Diagnfreq", 5000, "generations between diagnostics", 1),
         Choice("Diagnstat", "Avgstddev", "split-frequency statistic", ("Avgstddev", "Maxstddev")),
         Float("Minpartfreq", 0.10, "minimum split frequency in diagnostics", 0.0, 1.0),
-        YesNo("Allchains", "No", "diagnostics for all chains"), YesNo("Allcomps", "No", "all run pairs"),
+        YesNo("Allchains", "No", "diagnostics for all chains", supported=()),
+        YesNo("Allcomps", "No", "all run pairs", supported=()),
         YesNo("Relburnin", "Yes", "burn-in as a fraction"), Int("Burnin", 0, "burn-in samples", 0),
         Float("Burninfrac", 0.25, "burn-in fraction", 0.0, 0.99),
         YesNo("Stoprule", "No", "stop when the diagnostic falls below stopval"),
-        Float("Stopval", 0.05, "stop value", 0.0), YesNo("Savetrees", "No", "save trees for burn-in"),
+        Float("Stopval", 0.05, "stop value", 0.0), YesNo("Savetrees", "No", "save trees for burn-in", supported=()),
         YesNo("Checkpoint", "Yes", "write checkpoints"), Int("Checkfreq", 2000, "generations between checkpoints", 1),
         Text("Filename", "", "output file stem (default: the data file name)"),
-        Choice("Startparams", "Current", "start parameter values", ("Current", "Reset")),
-        Choice("Starttree", "Current", "start trees", ("Current", "Random", "Parsimony")),
-        Int("Nperts", 0, "perturbations of start trees", 0), YesNo("Data", "Yes", "use the data (No: sample the prior)"),
-        YesNo("Ordertaxa", "No", "order taxa in .t files"), YesNo("Append", "No", "continue from a checkpoint"),
+        Choice("Startparams", "Current", "start parameter values", ("Current", "Reset"), supported=()),
+        Choice("Starttree", "Current", "start trees", ("Current", "Random", "Parsimony"), supported=()),
+        Int("Nperts", 0, "perturbations of start trees", 0, supported=()), YesNo("Data", "Yes", "use the data (No: sample the prior)"),
+        YesNo("Ordertaxa", "No", "order taxa in .t files", supported=()), YesNo("Append", "No", "continue from a checkpoint"),
         YesNo("Autotune", "Yes", "tune moves"), Int("Tunefreq", 100, "tries between tuning", 1),
     ]
 
@@ -117,7 +135,7 @@ def _set() -> list[Param]:
     return [
         Int("Seed", None, "random seed (default: from the clock)", 0), Int("Swapseed", None, "swap seed", 0),
         Text("Dir", "", "working directory for output"), Text("Partition", "", "active character partition"),
-        Text("Speciespartition", "", "species partition"), YesNo("Autoclose", "No", "do not ask to extend runs"),
+        Text("Speciespartition", "", "species partition", supported=()), YesNo("Autoclose", "No", "do not ask to extend runs"),
         YesNo("Nowarnings", "No", "suppress warnings"), YesNo("Autoreplace", "Yes", "overwrite output files"),
         YesNo("Quitonerror", "No", "leave on the first error"), YesNo("Scientific", "Yes", "scientific notation"),
         Int("Precision", 6, "decimals in output files", 3, 15), YesNo("Usebeagle", "Yes", "use the GPU/CPU backend"),
@@ -136,7 +154,7 @@ def _sump() -> list[Param]:
         YesNo("Relburnin", "Yes", "burn-in as a fraction"), Int("Burnin", 0, "burn-in samples", 0),
         Float("Burninfrac", 0.25, "burn-in fraction", 0.0, 0.99), Int("Nruns", 2, "number of runs", 1),
         Text("Filename", "", "file stem of the .p files"), Text("Outputname", "", "stem of the output files"),
-        YesNo("Hpd", "Yes", "HPD intervals"), Float("Minprob", 0.05, "minimum probability of models", 0.0, 1.0),
+        YesNo("Hpd", "Yes", "HPD intervals"), Float("Minprob", 0.05, "minimum probability of models", 0.0, 1.0, supported=()),
     ]
 
 
@@ -144,17 +162,18 @@ def _sumt() -> list[Param]:
     return [
         YesNo("Relburnin", "Yes", "burn-in as a fraction"), Int("Burnin", 0, "burn-in samples", 0),
         Float("Burninfrac", 0.25, "burn-in fraction", 0.0, 0.99), Int("Nruns", 2, "number of runs", 1),
-        Int("Ntrees", 1, "trees per file", 1), Text("Filename", "", "file stem of the .t files"),
+        Int("Ntrees", 1, "trees per file", 1, supported=()), Text("Filename", "", "file stem of the .t files"),
         Float("Minpartfreq", 0.10, "minimum split frequency", 0.0, 1.0),
         Choice("Contype", "Halfcompat", "consensus type", ("Halfcompat", "Allcompat")),
-        Choice("Conformat", "Figtree", "consensus format", ("Figtree", "Simple")),
+        Choice("Conformat", "Figtree", "consensus format", ("Figtree", "Simple"), supported=()),
         Text("Outputname", "", "stem of the output files"), YesNo("Calctreeprobs", "Yes", "tree probabilities"),
-        YesNo("Showtreeprobs", "No", "print tree probabilities"), YesNo("Hpd", "Yes", "HPD intervals"),
-        YesNo("Savebrparams", "No", "save branch parameters"),
-        Float("Minbrparamfreq", 0.5, "minimum frequency for branch parameters", 0.0, 1.0),
+        YesNo("Showtreeprobs", "No", "print tree probabilities", supported=()), YesNo("Hpd", "Yes", "HPD intervals"),
+        YesNo("Savebrparams", "No", "save branch parameters", supported=()),
+        Float("Minbrparamfreq", 0.5, "minimum frequency for branch parameters", 0.0, 1.0, supported=()),
     ]
 
 
+_LINKED = ("Tratio", "Revmat", "Statefreq", "Shape", "Pinvar", "Ratemultiplier")  # what link/unlink can split
 _LINKABLE = ("Tratio", "Revmat", "Omega", "Statefreq", "Shape", "Pinvar", "Correlation", "Ratemultiplier",
              "Switchrates", "Topology", "Brlens", "Speciationrate", "Extinctionrate", "Fossilizationrate",
              "Popsize", "Growthrate", "Aamodel", "Cpprate", "Cppmultdev", "Cppevents", "TK02var", "Igrvar",
@@ -162,11 +181,18 @@ _LINKABLE = ("Tratio", "Revmat", "Omega", "Statefreq", "Shape", "Pinvar", "Corre
 
 
 def _report() -> list[Param]:
+    no = ()  # mbgpu reports parameters as MrBayes' defaults do; other reports: a later issue
     return [Divisions("Applyto", "all", "divisions"),
-            Choice("Tratio", "Ratio", "", ("Ratio", "Dirichlet")), Choice("Revmat", "Dirichlet", "", ("Ratio", "Dirichlet")),
-            Choice("Ratemult", "Scaled", "", ("Scaled", "Ratio", "Dirichlet")),
-            Choice("Tree", "Brlens", "", ("Brlens", "Topology")), YesNo("Ancstates", "No"), YesNo("Siterates", "No"),
-            YesNo("Possel", "No"), YesNo("Siteomega", "No")]
+            Choice("Tratio", "Ratio", "", ("Ratio", "Dirichlet"), supported=no),
+            Choice("Revmat", "Dirichlet", "", ("Ratio", "Dirichlet"), supported=no),
+            Choice("Ratemult", "Scaled", "", ("Scaled", "Ratio", "Dirichlet"), supported=no),
+            Choice("Tree", "Brlens", "", ("Brlens", "Topology"), supported=no),
+            YesNo("Ancstates", "No", supported=no), YesNo("Siterates", "No", supported=no),
+            YesNo("Possel", "No", supported=no), YesNo("Siteomega", "No", supported=no)]
+
+
+def _link_params() -> list[Param]:
+    return [Divisions(n, None, "divisions", supported=None if n in _LINKED else ()) for n in _LINKABLE]
 
 
 @dataclass
@@ -197,9 +223,9 @@ def build_table() -> dict[str, CommandSpec]:
         CommandSpec("Charset", "defines a character set", [], "charset NAME = 1-10 12 20-.\\3 ...;"),
         CommandSpec("Partition", "defines a character partition", [], "partition NAME = N: set1, set2, ...;"),
         CommandSpec("Unlink", "unlinks parameters across divisions",
-                    [Divisions(n, None, "divisions") for n in _LINKABLE], "unlink shape=(all) ...;"),
+                    _link_params(), "unlink shape=(all) ...;"),
         CommandSpec("Link", "links parameters across divisions",
-                    [Divisions(n, None, "divisions") for n in _LINKABLE], "link shape=(all) ...;"),
+                    _link_params(), "link shape=(all) ...;"),
         CommandSpec("Outgroup", "sets the outgroup taxon", [], "outgroup NAME|NUMBER;"),
         CommandSpec("Startvals", "sets starting values of parameters",
                     [Text("Tau", None, "start topology (a tree name)"), Text("V", None, "start branch lengths"),
@@ -214,6 +240,7 @@ def build_table() -> dict[str, CommandSpec]:
         CommandSpec("Quit", "quits the program", [], "quit;"),
         CommandSpec("Report", "sets how parameters are reported", _report(), "report param=value ...;"),
         CommandSpec("Exclude", "excludes characters from the analysis", [], "exclude 1-10 NAME ...|all;"),
+        CommandSpec("Ctype", "sets character types (only unordered is supported yet)", [], "ctype TYPE: 1-10 ...;"),
         CommandSpec("Include", "includes excluded characters again", [], "include 1-10 NAME ...|all;"),
     ]
     for name, summary in _STORED:
@@ -224,7 +251,7 @@ def build_table() -> dict[str, CommandSpec]:
 
 
 _STORED = [
-    ("Calibrate", "node calibrations"), ("Constraint", "topology constraints"), ("Ctype", "character types"),
+    ("Calibrate", "node calibrations"), ("Constraint", "topology constraints"),
     ("Pairs", "doublet pairs"), ("Speciespartition", "species partition"), ("Taxset", "taxon sets"),
 ]
 

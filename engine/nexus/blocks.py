@@ -2,15 +2,25 @@
 
 A matrix command keeps its raw text span, because matrix rows depend on line breaks and on the
 format (datatype, interleave) declared earlier in the block.
+
+Only the blocks MrBayes 3.2.7a reads (`READ_BLOCKS`) are split into commands; any other block
+(`sets`, `assumptions`, `paup`, `notes`, `codons`, `mesquite`, ...) is passed over unread, up to its
+`end;` or `endblock;`, and reported as one `BlockEvent` of kind 'skip'.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterator
+import re
+from dataclasses import dataclass
+from typing import Iterator, Union
 
 from mbgpu.errors import NexusError
 
-from .tokenizer import Source, Token, next_token, read_quoted, skip_comment
+from .tokenizer import Source, Token, next_token, read_quoted, skip_blank, skip_comment
+
+# The blocks MrBayes 3.2.7a reads (DoBeginParm in its command.c); it skips every other block with
+# the note `Skipping "NAME" block`, established by running bin/mb on each kind (tests/test_nexus).
+READ_BLOCKS = frozenset({"data", "characters", "taxa", "trees", "mrbayes"})
+_END = re.compile(r"(?i)(?:end|endblock)(?=[\s;\[]|$)")
 
 
 @dataclass
@@ -33,6 +43,23 @@ class Command:
 
     def error(self, message: str, token: Token | None = None, cls=NexusError):
         return self.src.error(token.pos if token is not None else self.pos, message, cls)
+
+
+@dataclass
+class BlockEvent:
+    """`begin NAME;` or `end;` of a block that is read (kind 'begin'/'end'), or a skipped block ('skip')."""
+
+    kind: str
+    name: str  # as written in the file (MrBayes' note shows it so)
+    pos: int
+    src: Source
+
+    @property
+    def block(self) -> str:
+        return self.name.lower()
+
+
+Item = Union[Command, BlockEvent]
 
 
 def find_semicolon(src: Source, pos: int) -> int:
@@ -76,39 +103,68 @@ def check_header(src: Source) -> int:
     return pos
 
 
+def skip_block(src: Source, pos: int, start: int, name: str, *, open_ok: bool = False) -> int:
+    """Offset after the `end;` or `endblock;` that closes a skipped block whose body starts at `pos`.
+
+    The block is read command by command, so an `end;` inside a quoted label or a (nested) comment
+    does not close it. (MrBayes 3.2.7a stops at the first word `end` wherever it stands, even quoted
+    or in a comment, and then fails on the rest; such a file is read correctly here.)
+    """
+    text = src.text
+    while True:
+        pos = skip_blank(src, pos)
+        if pos >= len(text):
+            if open_ok:
+                return pos
+            raise src.error(start, "block '%s' is not closed with end;" % name)
+        semi = find_semicolon(src, pos)
+        if _END.match(text, pos):
+            return semi + 1
+        pos = semi + 1
+
+
 @dataclass
 class _State:
     block: str = ""
     start: int = 0
-    blocks_seen: list = field(default_factory=list)
+    opened: bool = False  # inside a `begin NAME;` (at the prompt `begin mrbayes; ... end;` works too)
 
 
-def iter_commands(src: Source, pos: int = 0, *, in_block: str = "") -> Iterator[Command]:
-    """Yield every command of the text from `pos` in order; `begin`/`end` are consumed here.
+def iter_commands(src: Source, pos: int = 0, *, in_block: str = "",
+                  read: frozenset = READ_BLOCKS) -> Iterator[Item]:
+    """Yield every command of the text from `pos` in order, with a `BlockEvent` for each `begin`/`end`.
 
     `in_block` names the block that text outside any `begin` belongs to ('' for files, where such
-    text is an error; 'mrbayes' for the interactive prompt).
+    text is an error; 'mrbayes' for the interactive prompt). Blocks not named in `read` are skipped
+    whole (`skip_block`) and yield one event of kind 'skip'.
     """
     st = _State(block=in_block)
     while True:
         tok, _ = next_token(src, pos)
         if tok is None:
-            if st.block and not in_block:
+            if st.opened and not in_block:
                 raise src.error(st.start, "block '%s' is not closed with end;" % st.block)
             return
         tokens, pos, raw = _read_command(src, pos)
         head = tokens[0].lower() if tokens else ""
         if head == "begin":
-            if st.block and not in_block:
+            if st.opened and not in_block:
                 raise src.error(tokens[0].pos, "'begin' inside block '%s' (missing end;?)" % st.block)
             if len(tokens) != 2:
                 raise src.error(tokens[0].pos, "expected 'begin NAME;'")
-            st.block, st.start = tokens[1].lower(), tokens[0].pos
+            name = tokens[1].text
+            if name.lower() not in read:
+                yield BlockEvent("skip", name, tokens[0].pos, src)
+                pos = skip_block(src, pos, tokens[0].pos, name, open_ok=bool(in_block))
+                continue
+            st.block, st.start, st.opened = name.lower(), tokens[0].pos, True
+            yield BlockEvent("begin", name, tokens[0].pos, src)
             continue
         if head in ("end", "endblock"):
-            if not st.block or st.block == in_block:
+            if not st.opened:
                 raise src.error(tokens[0].pos, "'%s' without a matching begin" % head)
-            st.block = in_block
+            yield BlockEvent("end", st.block, tokens[0].pos, src)
+            st.block, st.opened = in_block, False
             continue
         if not tokens:
             continue  # an empty command (';;') is harmless

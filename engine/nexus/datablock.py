@@ -1,4 +1,20 @@
-"""Handlers of data/characters/taxa and trees blocks: dimensions, format, matrix, translate, tree."""
+"""Handlers of data/characters/taxa and trees blocks: dimensions, format, matrix, translate, tree.
+
+`DataBlocks` keeps what those blocks define across a session, by MrBayes 3.2.7a's rules (each one
+established by running bin/mb; see tests/test_nexus/test_taxa_characters.py):
+
+- a taxa block (`dimensions ntax=N; taxlabels ...;`) defines the taxa and forgets the matrix;
+  ended without taxlabels, it defines nothing (MrBayes prints a note);
+- a characters block after it takes ntax from it (`dimensions nchar=M`), and its matrix rows are
+  those taxa in taxlabels order;
+- a data block defines its own taxa from its matrix rows and forgets the taxa block's.
+
+Where MrBayes would misread a file silently (it ignores the row labels of a characters block, so
+rows in another order or with unknown labels get the wrong taxon's data) the file is refused with
+one error line instead. Standard NEXUS that MrBayes refuses but that has one meaning is read:
+`ntax`/`newtaxa` in a characters block, `title`/`link`/`blockid`, `charstatelabels` and the like
+(ignored).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -10,18 +26,100 @@ from mbgpu.datatypes import DATATYPES
 from mbgpu.errors import CommandError, DataError, NexusError
 from mbgpu.settings import TreeRecord
 
-from .blocks import Command
+from .blocks import BlockEvent, Command
 from .matrix import read_rows
+
+IGNORED = ("charstatelabels", "charlabels", "statelabels", "eliminate", "options", "title", "link", "blockid")
+NO_LABELS_NOTE = "      Leaving taxa block without taxon labels being defined"  # MrBayes' words
 
 
 @dataclass
 class DataBlockState:
-    """What a data block has declared so far."""
+    """What the current data, characters or taxa block has declared so far."""
 
+    kind: str = "data"
     ntax: int | None = None
     nchar: int | None = None
+    newtaxa: bool = False
     fmt: Format = field(default_factory=Format)
-    taxlabels: list[str] | None = None
+    taxlabels: list[str] | None = None  # labels rows may use, any order (taxlabels in a data block)
+    order: list[str] | None = None  # labels rows must have, in this order (characters after a taxa block)
+
+
+class DataBlocks:
+    """The taxa, data and characters blocks of one session: the taxa in force and the current block."""
+
+    def __init__(self) -> None:
+        self.taxa: list[str] | None = None  # from the last taxa block with labels, or the last matrix
+        self.unlabelled_taxa = False  # the last taxa block ended without taxlabels
+        self.block: DataBlockState | None = None
+
+    def begin(self, ev: BlockEvent) -> None:
+        """`begin taxa|data|characters;`: a data block or a taxa block forgets the taxa in force."""
+        self.block = DataBlockState(kind=ev.block)
+        if ev.block in ("taxa", "data"):
+            self.taxa, self.unlabelled_taxa = None, False
+
+    def end(self, ev: BlockEvent) -> list[str]:
+        """`end;` of a taxa/data/characters block; returns the notes to print."""
+        st, self.block = self.block, None
+        if st is not None and st.kind == "taxa":
+            if st.taxlabels is None:
+                self.unlabelled_taxa = True
+                return [NO_LABELS_NOTE]
+            self.taxa = st.taxlabels
+        return []
+
+    def command(self, cmd: Command) -> CharacterMatrix | None:
+        """Run one command of the current block; a matrix command returns the new matrix."""
+        st = self.block
+        assert st is not None and st.kind == cmd.block, "a data command outside its block"
+        name = cmd.name
+        if name == "dimensions":
+            dimensions(cmd, st)
+            if st.kind == "characters":
+                self._bind(cmd, st)
+        elif name == "format" and st.kind != "taxa":
+            format_command(cmd, st)
+        elif name == "taxlabels":
+            self._taxlabels(cmd, st)
+        elif name == "matrix" and st.kind != "taxa":
+            m = matrix(cmd, st)
+            self.taxa, self.unlabelled_taxa = m.taxa, False
+            return m
+        elif name not in IGNORED:
+            raise cmd.error("unknown command '%s' in a %s block" % (cmd.tokens[0].text, cmd.block),
+                            cmd.tokens[0], NexusError)
+        return None
+
+    def _bind(self, cmd: Command, st: DataBlockState) -> None:
+        """A characters block takes its taxa from the taxa in force unless it says `newtaxa`."""
+        if st.newtaxa or (self.taxa is None and st.ntax is not None):
+            if st.ntax is None:
+                raise cmd.error("dimensions newtaxa needs ntax=N", None, DataError)
+            return
+        if self.taxa is None:
+            why = ("the taxa block before it has no taxlabels" if self.unlabelled_taxa
+                   else "no taxa block comes before it")
+            raise cmd.error("a characters block takes its taxa from a taxa block, but %s (give 'begin taxa; "
+                            "dimensions ntax=N; taxlabels ...; end;' first, or use a data block)" % why,
+                            None, DataError)
+        if st.ntax is not None and st.ntax != len(self.taxa):
+            raise cmd.error("ntax=%d but the taxa block defines %d taxa" % (st.ntax, len(self.taxa)),
+                            None, DataError)
+        st.ntax, st.order = len(self.taxa), self.taxa
+
+    def _taxlabels(self, cmd: Command, st: DataBlockState) -> None:
+        if st.kind == "taxa" and st.ntax is None:
+            raise cmd.error("taxlabels before 'dimensions ntax=N' in a taxa block", None, DataError)
+        if st.order is not None:
+            raise cmd.error("taxlabels in a characters block that takes its taxa from the taxa block "
+                            "(say 'dimensions newtaxa ntax=N' to define new taxa here)", None, DataError)
+        labels = taxlabels(cmd)
+        if st.kind == "taxa" and len(labels) != st.ntax:
+            raise cmd.error("taxlabels lists %d taxa but dimensions say ntax=%d" % (len(labels), st.ntax),
+                            None, DataError)
+        st.taxlabels = labels
 
 
 def _int_value(cmd: Command, a, what: str) -> int:
@@ -31,13 +129,18 @@ def _int_value(cmd: Command, a, what: str) -> int:
 
 
 def dimensions(cmd: Command, st: DataBlockState) -> None:
+    """`dimensions [newtaxa] ntax=N nchar=M`; a taxa block takes ntax only (as MrBayes)."""
     for a in parse_assignments(cmd.tokens[1:], cmd.src):
         key = a.name.lower()
+        if key in ("nchar", "newtaxa") and st.kind == "taxa":
+            raise cmd.error("%s is not allowed in a taxa block" % key, a.name, DataError)
         if key == "ntax":
             st.ntax = _int_value(cmd, a, "ntax")
         elif key == "nchar":
             st.nchar = _int_value(cmd, a, "nchar")
-        elif key != "newtaxa":
+        elif key == "newtaxa":
+            st.newtaxa = True
+        else:
             raise cmd.error("unknown dimensions parameter '%s' (ntax, nchar)" % a.name.text, a.name)
 
 
@@ -83,14 +186,17 @@ def format_command(cmd: Command, st: DataBlockState) -> None:
 
 
 def matrix(cmd: Command, st: DataBlockState) -> CharacterMatrix:
-    if st.ntax is None or st.nchar is None:
-        raise cmd.error("matrix before 'dimensions ntax=... nchar=...'", None, DataError)
+    missing = [k for k in ("ntax", "nchar") if getattr(st, k) is None]
+    if st.kind == "characters" and st.order is None and not st.newtaxa and missing == ["ntax", "nchar"]:
+        missing = ["nchar"]  # no dimensions command at all: a taxa block may give ntax
+    if missing:
+        raise cmd.error("matrix before 'dimensions %s'" % " ".join(k + "=..." for k in missing), None, DataError)
     if st.fmt.datatype == "mixed":
         for dt, a, b in st.fmt.mixed:
             if not 1 <= a <= b <= st.nchar:
                 raise cmd.error("datatype=mixed range %s:%d-%d is outside 1-%d" % (dt, a, b, st.nchar),
                                 None, DataError)
-    rows = read_rows(cmd.src, cmd.raw, st.ntax, st.nchar, st.fmt.interleave, st.taxlabels)
+    rows = read_rows(cmd.src, cmd.raw, st.ntax, st.nchar, st.fmt.interleave, st.taxlabels, st.order)
     try:
         return encode(rows, st.fmt, cmd.src, st.nchar)
     except DataError as err:

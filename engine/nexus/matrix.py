@@ -58,34 +58,70 @@ def _read_cells(src: Source, pos: int, end: int, need: int | None, row: list, of
     return pos
 
 
+class _LabelError(DataError):
+    """A row label that does not fit (repeated, unknown, out of order, one row too many); while rows
+    are read one per line it may only mean that rows wrap over several lines."""
+
+
 def read_rows(src: Source, span: tuple[int, int], ntax: int, nchar: int, interleave: bool,
-              known_taxa: list[str] | None = None) -> Rows:
+              known_taxa: list[str] | None = None, order: list[str] | None = None) -> Rows:
     """Parse the matrix text in `span` into `ntax` rows of `nchar` cells each.
+
+    `known_taxa`: the row labels allowed (any order); `order`: the labels the rows must have, in this
+    order (a characters block bound to a taxa block).
 
     A plain (non-interleaved) matrix is first read one row per line, which locates a row of the
     wrong length exactly; if that does not give `ntax` rows (rows wrapped over several lines), it is
     read again counting `nchar` cells per taxon.
     """
+    labels = _Labels(ntax, known_taxa, order)
     if not interleave:
         try:
-            rows = _read(src, span, ntax, nchar, True, known_taxa, by_line=True)
+            rows = _read(src, span, ntax, nchar, True, labels, by_line=True)
             if len(rows.names) == ntax:
                 _check_complete(src, span, rows.names, rows.cells, ntax, nchar)
                 return rows
-        except DataError as err:
-            if "more rows than ntax" not in err.message and "appears twice" not in err.message:
-                raise
-    rows = _read(src, span, ntax, nchar, interleave, known_taxa, by_line=False)
+        except _LabelError:
+            pass
+    rows = _read(src, span, ntax, nchar, interleave, labels, by_line=False)
     _check_complete(src, span, rows.names, rows.cells, ntax, nchar)
     return rows
 
 
-def _read(src, span, ntax, nchar, interleave, known_taxa, by_line) -> Rows:
+@dataclass
+class _Labels:
+    """The rules a new row label must follow."""
+
+    ntax: int
+    known: list[str] | None
+    order: list[str] | None
+
+    def __post_init__(self) -> None:
+        allowed = self.order if self.order is not None else self.known
+        self._allowed = None if allowed is None else set(allowed)
+
+    def check(self, src: Source, pos: int, name: str, seen: set[str]) -> None:
+        """Raise if `name` cannot label the next row (`seen` holds the labels read so far)."""
+        if name in seen:
+            raise src.error(pos, "taxon '%s' appears twice in the matrix" % name, _LabelError)
+        if len(seen) >= self.ntax:
+            raise src.error(pos, "more rows than ntax=%d (at '%s'); check ntax or the row lengths"
+                            % (self.ntax, name), _LabelError)
+        if self._allowed is not None and name not in self._allowed:
+            raise src.error(pos, "taxon '%s' is not in the taxa block" % name, _LabelError)
+        if self.order is not None and name != self.order[len(seen)]:
+            want = self.order[len(seen)]
+            raise src.error(pos, "matrix row %d is '%s' but the taxa block has '%s' there: rows must follow "
+                            "the taxlabels order (MrBayes 3.2.7a ignores these row labels and would give "
+                            "this row's data to '%s')" % (len(seen) + 1, name, want, want), _LabelError)
+
+
+def _read(src, span, ntax, nchar, interleave, labels: _Labels, by_line) -> Rows:
     pos, end = span
     names: list[str] = []
     cells: list[list[str]] = []
     offs: list[list[int]] = []
-    index: dict[str, int] = {}
+    seen: set[str] = set()
     nrow = 0
     while True:
         pos = skip_blank(src, pos)
@@ -100,14 +136,8 @@ def _read(src, span, ntax, nchar, interleave, known_taxa, by_line) -> Rows:
                 raise src.error(tok.pos, "expected taxon '%s' in this interleaved block, found '%s'"
                                 % (names[i], name), DataError)
         else:
-            if name in index:
-                raise src.error(tok.pos, "taxon '%s' appears twice in the matrix" % name, DataError)
-            if len(names) >= ntax:
-                raise src.error(tok.pos, "more rows than ntax=%d (at '%s'); check ntax or the row lengths"
-                                % (ntax, name), DataError)
-            if known_taxa is not None and name not in known_taxa:
-                raise src.error(tok.pos, "taxon '%s' is not in the taxa block" % name, DataError)
-            index[name] = len(names)
+            labels.check(src, tok.pos, name, seen)
+            seen.add(name)
             names.append(name)
             cells.append([])
             offs.append([])

@@ -1,45 +1,82 @@
 """The `.mcmc` file as MrBayes 3.2.7a writes it: acceptance rates and tunings of every move, swap
-acceptance of every chain pair per run, and the average standard deviation of split frequencies,
-one row per diagnostics generation."""
+acceptance of every chain pair per run, and the standard deviation of split frequencies (average, or
+maximum with `diagnstat=maxstddev`), one row per diagnostics generation.
+
+With one run the columns carry no run suffix (`Multiplier(V)$acc`, `Swap(1<>2)$acc`) and there is no
+split-frequency column; the bracketed preamble names only the kinds of column the file has.
+"""
 from __future__ import annotations
 
 from typing import TextIO
 
-_PREAMBLE = """[   Gen                --  Generation]
-[   <name1>(<name2>)$acc_run2      --  Acceptance rate of move <name1> changing parameter 1 in run 2]
-[   Swap(1<>2)$acc_run3            --  Acceptance rate of swaps between chains 1 and 2 in run 3]
-[   StdDev(s)                      --  Average standard deviation of split frequencies]
-"""
+_GEN = "[   Gen                --  Generation]"
+_MOVE = "[   <name1>(<name2>)$acc_run2      --  Acceptance rate of move <name1> changing parameter 1 in run 2]"
+_SWAP = {True: "[   Swap(1<>2)$acc_run3            --  Acceptance rate of swaps between chains 1 and 2 in run 3]",
+         False: "[   Swap(1<>2)$acc                 --  Acceptance rate of swaps between chains 1 and 2]"}
+_STAT = {"Avgstddev": ("AvgStdDev(s)", "Average"), "Maxstddev": ("MaxStdDev(s)", "Maximum")}
 
 
 def column_name(move_name: str) -> str:
-    """`ExtSPR(Tau,V)` -> `ExtSPR(Tau)`: the move and the first parameter it changes."""
+    """The move and the first parameter it changes (commas inside a `{1,2}` suffix do not separate).
+
+    >>> column_name("ExtSPR(Tau{all},V{all})"), column_name("Slider(Pi{1,3})"), column_name("NNI(Tau,V)")
+    ('ExtSPR(Tau{all})', 'Slider(Pi{1,3})', 'NNI(Tau)')
+    """
     head, _, inner = move_name.partition("(")
-    return "%s(%s)" % (head, inner.rstrip(")").split(",")[0]) if inner else move_name
+    if not inner:
+        return move_name
+    inner, depth = inner[:-1] if inner.endswith(")") else inner, 0
+    for i, ch in enumerate(inner):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            inner = inner[:i]
+            break
+    return "%s(%s)" % (head, inner)
+
+
+def preamble(nruns: int, nchains: int, diagnstat: str = "Avgstddev") -> list[str]:
+    """The bracketed lines between `[ID: ...]` and the header."""
+    lines = [_GEN, _MOVE]
+    if nchains > 1:
+        lines.append(_SWAP[nruns > 1])
+    if nruns > 1:
+        lines.append("[   StdDev(s)                      --  %s standard deviation of split frequencies]"
+                     % _STAT[diagnstat][1])
+    return lines
+
+
+def columns(moves_per_run: list[list], nchains: int, diagnstat: str = "Avgstddev") -> list[str]:
+    """The column names: per run its moves (acceptance, then tuning if autotuned) and chain pairs."""
+    multi = len(moves_per_run) > 1
+    cols = ["Gen"]
+    for run, moves in enumerate(moves_per_run, 1):
+        tail = "_run%d" % run if multi else ""
+        for m in moves:
+            cols.append("%s$acc%s" % (column_name(m.name), tail))
+            if _tuned(m):
+                cols.append("%s$%s%s" % (column_name(m.name), m.tuning_name, tail))
+        cols += ["Swap(%d<>%d)$acc%s" % (i, j, "(%d)" % run if multi else "") for i, j in _pairs(nchains)]
+    if multi:
+        cols.append(_STAT[diagnstat][0])
+    return cols
 
 
 class McmcFileWriter:
-    """Header from the moves of each run's cold chain; rows from the same objects."""
+    """Header from the moves of each run's cold chain; rows from the same objects.
+
+    The split-frequency column is there when there are several runs (`with_stddev`); `diagnstat` is
+    mcmc's Diagnstat (Avgstddev or Maxstddev) and names it.
+    """
 
     def __init__(self, stream: TextIO, run_id: int, moves_per_run: list[list] | None, nchains: int,
-                 with_stddev: bool, *, header: bool = True):
+                 with_stddev: bool, *, header: bool = True, diagnstat: str = "Avgstddev"):
         """`header=False`: continue an existing file (after a checkpoint); `moves_per_run` may then be None."""
         self.stream, self.nchains, self.with_stddev = stream, nchains, with_stddev
         if not header:
             return
-        cols = ["Gen"]
-        for run, moves in enumerate(moves_per_run, 1):
-            for m in moves:
-                cols.append("%s$acc_run%d" % (column_name(m.name), run))
-                if _tuned(m):
-                    cols.append("%s$%s_run%d" % (column_name(m.name), m.tuning_name, run))
-            cols += ["Swap(%d<>%d)$acc(%d)" % (i, j, run) for i, j in self._pairs()]
-        if with_stddev:
-            cols.append("StdDev(s)")
-        stream.write("[ID: %d]\n%s%s\n" % (run_id, _PREAMBLE, "\t".join(cols)))
-
-    def _pairs(self):
-        return [(i, j) for i in range(1, self.nchains + 1) for j in range(i + 1, self.nchains + 1)]
+        assert with_stddev == (len(moves_per_run) > 1), "MrBayes writes the statistic exactly when nruns > 1"
+        lines = ["[ID: %d]" % run_id] + preamble(len(moves_per_run), nchains, diagnstat)
+        stream.write("\n".join(lines + ["\t".join(columns(moves_per_run, nchains, diagnstat))]) + "\n")
 
     def row(self, gen: int, moves_per_run: list[list], swaps_per_run: list, stddev: float | None) -> None:
         out = [str(gen)]
@@ -49,13 +86,18 @@ class McmcFileWriter:
                 out.append("NA" if rate is None else "%f" % rate)
                 if _tuned(m):
                     out.append("%e" % m.tuning)
-            for i, j in self._pairs():
+            for i, j in _pairs(self.nchains):
                 tried, acc = swaps.tried[i - 1][j - 1], swaps.accepted[i - 1][j - 1]
                 out.append("%f" % (acc / tried) if tried else "NA")
         if self.with_stddev:
             out.append("NA" if stddev is None else "%f" % stddev)
         self.stream.write("\t".join(out) + "\n")
         self.stream.flush()
+
+
+
+def _pairs(nchains: int) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(1, nchains + 1) for j in range(i + 1, nchains + 1)]
 
 
 def _tuned(move) -> bool:

@@ -1,13 +1,17 @@
 """MrBayes' default moves for the free parameters of an analysis, with names and relative weights.
 
 Parameter moves come from mbgpu.sampler.param_moves; tree moves (topology and branch lengths) from
-mbgpu.moves. Each chain gets its own copies, so tuning and counters are per chain.
+mbgpu.moves. Each chain gets its own copies, so tuning and counters are per chain. Names carry the
+parameter's division suffix as MrBayes writes it (`Dirichlet(Revmat{all})`, `Multiplier(Alpha{1})`).
 """
 from __future__ import annotations
 
 import copy
 import math
 
+import numpy as np
+
+from mbgpu.output.paramnames import part_suffix
 from mbgpu.sampler.param_moves import ParamMove
 
 # kind -> [(MrBayes name, move kind, weight, tuning, tuning name)]
@@ -24,20 +28,19 @@ _PARAM_MOVES = {
 }
 
 
-def suffix(divisions, n_divisions: int) -> str:
-    """MrBayes' parameter suffix: '' unpartitioned, '{1,2}' for the divisions sharing it."""
-    if n_divisions <= 1:
-        return ""
-    return "{%s}" % ",".join(map(str, divisions))
-
-
-def parameter_moves(params, n_divisions: int) -> list[ParamMove]:
+def parameter_moves(params, n_divisions: int, n_chars: dict | None = None) -> list[ParamMove]:
+    """`n_chars` (division -> character count) weighs the rate multipliers: their moves act on the
+    proportions n_i m_i / N, where their prior lives, as MrBayes' Move_RateMult_Dir/_Slider do."""
     out = []
     for i, p in enumerate(params):
+        scale = None
+        if p.kind == "ratemult":
+            n = np.array([n_chars[d] for d in p.divisions], dtype=np.float64)
+            scale = n / n.sum()
         for name, kind, weight, tuning, tname in _PARAM_MOVES[p.kind]:
-            sfx = suffix(p.divisions if p.kind != "ratemult" else (), n_divisions) if p.kind != "ratemult" else ""
+            sfx = part_suffix(p.divisions, n_divisions)
             bounds = (1e-5, 200.0) if p.kind == "shape" else (1e-5, 100.0)
-            out.append(ParamMove(name % sfx, i, kind, weight, tuning, tname, bounds=bounds))
+            out.append(ParamMove(name % sfx, i, kind, weight, tuning, tname, bounds=bounds, scale=scale))
     return out
 
 
@@ -46,7 +49,7 @@ def tree_moves(n_divisions: int) -> list:
     from mbgpu.moves import default_tree_moves
     from mbgpu.sampler.tree_move_slot import TreeMoveSlot
 
-    sfx = "{all}" if n_divisions > 1 else ""
+    sfx = part_suffix(range(1, n_divisions + 1), n_divisions)
     out = []
     for move in default_tree_moves():
         head, _, inner = move.name.partition("(")
@@ -55,9 +58,9 @@ def tree_moves(n_divisions: int) -> list:
     return out
 
 
-def build_moves(params, n_divisions: int, include_tree: bool = True) -> list:
+def build_moves(params, n_divisions: int, include_tree: bool = True, n_chars: dict | None = None) -> list:
     """The full move list of one chain: parameter moves then tree moves."""
-    moves = parameter_moves(params, n_divisions)
+    moves = parameter_moves(params, n_divisions, n_chars)
     if include_tree:
         moves += tree_moves(n_divisions)
     return moves

@@ -43,11 +43,18 @@ class ParamMove:
     target: float = 0.25
     autotune: bool = True
     bounds: tuple[float, float] = (1e-5, 100.0)
+    scale: np.ndarray | None = None  # rate multipliers: moved as the proportions scale * m (sum 1)
     counts: dict = field(default_factory=lambda: {"tried": 0, "accepted": 0, "batch_tried": 0,
                                                   "batch_accepted": 0, "batches": 0})
 
     def propose(self, value: np.ndarray, rng: np.random.Generator):
         """(new value, log Hastings ratio), or None when the proposal is out of bounds (a rejection)."""
+        if self.scale is not None:   # m -> w = scale m on the simplex and back; the linear map's Jacobian cancels
+            out = self._propose(value * self.scale, rng)
+            return None if out is None else (out[0] / self.scale, out[1])
+        return self._propose(value, rng)
+
+    def _propose(self, value: np.ndarray, rng: np.random.Generator):
         if self.kind == "dirichlet":
             return _dirichlet(value, self.tuning, rng)
         if self.kind == "slider":

@@ -9,7 +9,8 @@ from mbgpu.errors import InputFileError, ModelError
 from mbgpu.output.mcmcfile import McmcFileWriter
 from mbgpu.output.pfile import PFileWriter
 from mbgpu.output.tfile import TFileWriter, newick_of
-from mbgpu.parameters import column_names, parameter_values
+from mbgpu.output.paramnames import pfile_columns
+from mbgpu.parameters import parameter_values
 from mbgpu.sampler.screen import IND
 from mbgpu.splits import SplitCounter
 
@@ -42,7 +43,7 @@ class FileSink:
         n = opts.nruns
         names = output_paths(stem, n)
         self.paths = [(names[2 * r], names[2 * r + 1]) for r in range(n)]
-        cols = column_names(settings, params)
+        cols = pfile_columns(settings, params)
         mode, head = ("a", False) if append else ("w", True)
         self.files, self.p, self.t = [], [], []
         for r, (pp, tp) in enumerate(self.paths):
@@ -78,7 +79,7 @@ class FileSink:
             stat = 0.0 if math.isnan(avg) else avg
             if self.settings.mcmc.get("Diagnstat") == "Maxstddev":
                 stat = mx
-                self.console.print("%sMaximum standard deviation of split frequencies: %f" % (IND, stat))
+                self.console.print("%sMax standard deviation of split frequencies: %f" % (IND, stat))
             else:
                 self.console.print("%sAverage standard deviation of split frequencies: %f" % (IND, stat))
         if self.mcmc is None:
@@ -91,8 +92,8 @@ class FileSink:
         fh = _open(self.mcmc_path, mode)
         self.files.append(fh)
         moves = [mc3.cold(r).moves for r in range(self.opts.nruns)] if mc3 is not None else None
-        self.mcmc = McmcFileWriter(fh, self.run_id, moves, self.opts.nchains, self.opts.nruns > 1,
-                                   header=mode == "w")
+        self.mcmc = McmcFileWriter(fh, self.run_id, moves, self.opts.nchains, self.opts.nruns > 1, header=mode == "w",
+                                   diagnstat=self.settings.mcmc.get("Diagnstat", "Avgstddev"))
 
     def output_sizes(self) -> dict[str, int]:
         """Flush and fsync every output file; {path: bytes written} (-1: not created yet)."""

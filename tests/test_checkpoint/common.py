@@ -4,9 +4,9 @@ import io
 
 from mbgpu.console import Console
 from mbgpu.interpreter import Interpreter
-from tests.conftest import SHARED
+from tests.conftest import TEST_DATA
 
-PRIMATES = SHARED / "data" / "mrbayes" / "primates.nex"
+PRIMATES = TEST_DATA / "primates.nex"
 OUTPUTS = ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc")
 MODEL = "lset nst=6 rates=invgamma;"
 MCMC = "nruns=2 nchains=3 samplefreq=20 printfreq=100 diagnfreq=60 tunefreq=25 filename=r"

@@ -78,3 +78,26 @@ def test_pinvar_slider_leaves_beta_invariant(tuning):
     xs, acc = _run(move, log_t, lambda rng: np.array([rng.beta(2.0, 5.0)]), seed=4)
     assert acc > 0.05, acc
     assert stats.kstest(xs[:, 0], target.cdf).pvalue > P_MIN
+
+
+@pytest.mark.parametrize("kind, tuning", [("dirichlet", 50.0), ("slider", 0.05), ("slider", 0.6)])
+def test_rate_multiplier_moves_leave_their_prior_invariant(kind, tuning):
+    """Rate multipliers m of divisions with 4, 8 and 12 characters under ratepr=dirichlet(1,2,3): the moves
+    act on w = n m / N (move_table gives them `scale`), the chain on m with the sampler's own prior
+    (mbgpu.priors); the end states' w must be Dirichlet(1,2,3). Moving m as if it were w rejects all."""
+    from mbgpu.commands.params import PriorValue
+    from mbgpu.parameters import FreeParameter
+    from mbgpu.priors import parameter_log_prior
+
+    n = np.array([4.0, 8.0, 12.0])
+    scale = n / n.sum()
+    p = FreeParameter("ratemult", (1, 2, 3), PriorValue("Dirichlet", (1.0, 2.0, 3.0)), np.ones(3))
+    n_chars = {1: 4.0, 2: 8.0, 3: 12.0}
+    move = ParamMove("m", 0, kind, 1.0, tuning, "alpha" if kind == "dirichlet" else "delta", scale=scale)
+    xs, acc = _run(move, lambda m: parameter_log_prior(p, n_chars, m),
+                   lambda rng: rng.dirichlet((1.0, 2.0, 3.0)) / scale, seed=int(7 * tuning))
+    assert acc > 0.05, acc
+    w = xs * scale
+    assert np.allclose(w.sum(axis=1), 1.0)
+    for i, a in enumerate((1.0, 2.0, 3.0)):
+        assert stats.kstest(w[:, i], stats.beta(a, 6.0 - a).cdf).pvalue > P_MIN, i

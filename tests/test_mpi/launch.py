@@ -5,10 +5,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from tests.conftest import SHARED
+from tests.conftest import TEST_DATA
 
 LAUNCH_PREFIXES = ("OMPI_", "PMI", "PMIX", "MPI_LOCAL", "HYDRA", "SLURM_", "MBGPU_MPI_FAULT")
 KEEP_PREFIXES = ("OMPI_MCA_", "OMPI_ALLOW_RUN_AS_ROOT")    # the site's MPI configuration, not a launch
@@ -16,18 +15,7 @@ KEEP_PREFIXES = ("OMPI_MCA_", "OMPI_ALLOW_RUN_AS_ROOT")    # the site's MPI conf
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _data() -> Path:
-    """../shared's primates.nex, else the data block of configs/examples/primates.nex (a bare checkout)."""
-    shared = SHARED / "data" / "mrbayes" / "primates.nex"
-    if shared.exists():
-        return shared
-    text = (ROOT / "configs" / "examples" / "primates.nex").read_text()
-    path = Path(tempfile.gettempdir()) / "mbgpu_test_mpi_primates.nex"
-    path.write_text(text[:text.lower().index("begin mrbayes")])
-    return path
-
-
-DATA = _data()
+DATA = TEST_DATA / "primates.nex"
 MCMC = ("mcmc ngen={ngen} nruns=2 nchains=2 samplefreq=10 printfreq=20 diagnfreq=20 tunefreq=10 checkfreq=20 "
         "filename=r{extra};")
 

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mbgpu.errors import MbgpuError, NexusError
-from mbgpu.nexus.blocks import iter_commands, check_header
+from mbgpu.nexus.blocks import BlockEvent, Command, check_header, iter_commands
 from mbgpu.nexus.tokenizer import Source, tokenize
 
 
@@ -42,8 +42,10 @@ def test_header_required():
 
 def test_blocks_and_endblock():
     src = Source("#NEXUS\nbegin mrbayes; set seed=1; endblock;\nBEGIN trees; tree t=(a,b); END;\n")
-    cmds = list(iter_commands(src, check_header(src)))
-    assert [(c.block, c.name) for c in cmds] == [("mrbayes", "set"), ("trees", "tree")]
+    items = list(iter_commands(src, check_header(src)))
+    assert [(c.block, c.name) for c in items if isinstance(c, Command)] == [("mrbayes", "set"), ("trees", "tree")]
+    assert [(e.kind, e.name) for e in items if isinstance(e, BlockEvent)] == [
+        ("begin", "mrbayes"), ("end", "mrbayes"), ("begin", "trees"), ("end", "trees")]
 
 
 def test_unterminated_block():

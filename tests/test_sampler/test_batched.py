@@ -13,9 +13,7 @@ from mbgpu.likelihood.numpy_backend import NumpyBackend
 from mbgpu.sampler.batch_step import kids_table, pipeline_groups, sampler_mode
 from mbgpu.errors import CommandError
 from mbgpu.tree import random_tree
-from tests.conftest import SHARED
-
-DATA = SHARED / "data" / "mrbayes"
+from tests.conftest import TEST_DATA as DATA
 PRIMATES = ("begin mrbayes; set seed=3 swapseed=4; execute %s; lset nst=6 rates=invgamma;\n"
             " mcmc ngen=150 nruns=2 nchains=3 samplefreq=10 printfreq=50 diagnfreq=50 tunefreq=50 filename=r; end;\n"
             % (DATA / "primates.nex"))

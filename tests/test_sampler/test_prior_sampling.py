@@ -66,3 +66,37 @@ def test_prior_is_recovered(tmp_path, monkeypatch, brlenspr, tl_dist):
     if "exponential" in brlenspr:
         ref = stats.expon(scale=0.1).rvs(size=200_000, random_state=np.random.default_rng(3))
     assert stats.ks_2samp(one, ref).pvalue > 0.001
+
+
+DATA_PARTS = """#NEXUS
+begin data; dimensions ntax=4 nchar=24; format datatype=dna;
+matrix
+a ACGTACGTACGTACGTACGTACGT
+b ACGAACGAACGAACGAACGAACGA
+c ACTTACTTACTTACTTACTTACTT
+d AGGTAGGTAGGTAGGTAGGTAGGT
+;
+end;
+"""
+
+
+def test_rate_multipliers_move_under_their_constraint(tmp_path, monkeypatch):
+    """ratepr=dirichlet(1,1,1) over divisions of 4, 8 and 12 characters, through the command language: the
+    multipliers move (a move that treats m as the proportions would reject every proposal), the weighted
+    proportions w_i = n_i m_i / N always sum to 1, and their means are near 1/3 (the chain mixes slowly
+    among the tree moves, so the law itself is checked in tests/test_moves/test_param_invariance.py)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.nex").write_text(
+        DATA_PARTS + "begin mrbayes; set seed=5 swapseed=6; charset a=1-4; charset b=5-12; charset c=13-24;\n"
+        "partition p=3:a,b,c; set partition=p; prset ratepr=dirichlet(1,1,1);\n"
+        "mcmc data=no ngen=150000 nruns=1 nchains=1 samplefreq=50 printfreq=150000 mcmcdiagn=no "
+        "checkpoint=no filename=prior; end;\n")
+    Interpreter(Console(io.StringIO())).run_file(str(tmp_path / "d.nex"))
+    lines = (tmp_path / "prior.p").read_text().splitlines()
+    header = lines[1].split("\t")
+    cols = [header.index("m{%d}" % i) for i in (1, 2, 3)]
+    m = np.array([[float(r.split("\t")[c]) for c in cols] for r in lines[2:]])[200:]   # burn-in
+    w = m * np.array([4.0, 8.0, 12.0]) / 24.0
+    assert np.allclose(w.sum(axis=1), 1.0, atol=1e-9)
+    assert len(np.unique(m[:, 0])) > len(m) // 4, "the multipliers hardly move"
+    assert np.all(np.abs(w.mean(axis=0) - 1.0 / 3.0) < 0.1), w.mean(axis=0)

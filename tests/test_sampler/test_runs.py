@@ -7,7 +7,7 @@ import pytest
 from mbgpu.console import Console
 from mbgpu.errors import MbgpuError
 from mbgpu.interpreter import Interpreter
-from tests.conftest import SHARED
+from tests.conftest import TEST_DATA
 
 BLOCK = ("begin mrbayes; set seed=3 swapseed=4; execute {data}; lset nst=6 rates=invgamma;\n"
          " mcmc ngen=300 nruns=2 nchains=3 samplefreq=20 printfreq=100 diagnfreq=100 tunefreq=50 filename=r; end;\n")
@@ -24,7 +24,7 @@ def run_block(folder, text, monkeypatch):
 
 
 def test_same_seed_gives_byte_identical_files(tmp_path, monkeypatch):
-    data = SHARED / "data" / "mrbayes" / "primates.nex"
+    data = TEST_DATA / "primates.nex"
     for name in ("a", "b"):
         run_block(tmp_path / name, BLOCK.format(data=data), monkeypatch)
     for fname in ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc"):
@@ -38,7 +38,7 @@ def test_same_seed_gives_byte_identical_files(tmp_path, monkeypatch):
 
 
 def test_screen_output_like_mrbayes(tmp_path, monkeypatch):
-    text = run_block(tmp_path / "s", BLOCK.format(data=SHARED / "data" / "mrbayes" / "primates.nex"), monkeypatch)
+    text = run_block(tmp_path / "s", BLOCK.format(data=TEST_DATA / "primates.nex"), monkeypatch)
     assert "Initial log likelihoods and log prior probs for run 2:" in text
     assert re.search(r"\n +100 -- (\[|\()-\d+\.\d{3}(\]|\)) .* \* .* -- \d+:\d\d:\d\d", text)
     assert "Average standard deviation of split frequencies:" in text
@@ -47,13 +47,13 @@ def test_screen_output_like_mrbayes(tmp_path, monkeypatch):
     mcmc = (tmp_path / "s" / "r.mcmc").read_text().splitlines()
     head = mcmc[5].split("\t")
     assert head[0] == "Gen" and "Dirichlet(Revmat)$alpha_run1" in head and "ExtSPR(Tau)$acc_run2" in head
-    assert head[-1] == "StdDev(s)" and "Swap(1<>3)$acc(2)" in head
+    assert head[-1] == "AvgStdDev(s)" and "Swap(1<>3)$acc(2)" in head
 
 
 def test_unsupported_model_stops_before_writing(tmp_path, monkeypatch):
-    with pytest.raises(MbgpuError, match="rates=Adgamma is not implemented yet"):
+    with pytest.raises(MbgpuError, match="lset rates=Adgamma is not supported yet"):
         run_block(tmp_path / "u", "begin mrbayes; execute %s; lset rates=adgamma; mcmc ngen=10; end;\n"
-                  % (SHARED / "data" / "mrbayes" / "primates.nex"), monkeypatch)
+                  % (TEST_DATA / "primates.nex"), monkeypatch)
     assert not list((tmp_path / "u").glob("*.p"))
 
 
@@ -70,7 +70,7 @@ def test_non_finite_state_stops_the_run_and_writes_no_nan(tmp_path, monkeypatch)
 
     monkeypatch.setattr(sink.FileSink, "sample", poisoned)
     with pytest.raises(MbgpuError, match="run 1 reached a non-finite state at generation 40"):
-        run_block(tmp_path / "n", BLOCK.format(data=SHARED / "data" / "mrbayes" / "primates.nex"), monkeypatch)
+        run_block(tmp_path / "n", BLOCK.format(data=TEST_DATA / "primates.nex"), monkeypatch)
     rows = (tmp_path / "n" / "r.run1.p").read_text().splitlines()
     assert rows[-1].split("\t")[0] == "20"
     for f in (tmp_path / "n").iterdir():

@@ -1,0 +1,106 @@
+"""Names of an analysis' parameters as MrBayes 3.2.7a writes them, in one place: the `.p` header's
+column labels and the parameters of the model summary (`showmodel`, the start of `mcmc`).
+
+MrBayes names a parameter of a partitioned analysis with the divisions that share it: `{all}` when
+every division shares it, `{1,2}` when some do (`alpha{1,2}`, `Pi{all}`); without partitions there is
+no suffix. The rate multipliers are the exception in the `.p` file: one column per division, `m{1}`.
+
+Which divisions share a parameter (free or fixed) is decided by `mbgpu.parameters.link_groups`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mbgpu.datatypes import DNA
+from mbgpu.parameters import is_free, link_groups
+
+#: MrBayes' order of parameter types (its NUM_LINKED table, the ones mbgpu has)
+SUMMARY_KINDS = ("tratio", "revmat", "statefreq", "shape", "pinvar", "ratemult", "topology", "brlens")
+TABLE_ROW = {"tratio": "Tratio", "revmat": "Revmat", "statefreq": "Statefreq", "shape": "Shape",
+             "pinvar": "Pinvar", "ratemult": "Ratemultiplier", "topology": "Topology", "brlens": "Brlens"}
+_NAME = {"tratio": "Tratio", "revmat": "Revmat", "statefreq": "Pi", "shape": "Alpha", "pinvar": "Pinvar",
+         "ratemult": "Ratemultiplier", "topology": "Tau", "brlens": "V"}
+_TYPE = {"tratio": "Transition and transversion rates", "revmat": "Rates of reversible rate matrix",
+         "statefreq": "Stationary state frequencies", "shape": "Shape of scaled gamma distribution of site rates",
+         "pinvar": "Proportion of invariable sites", "ratemult": "Partition-specific rate multiplier",
+         "topology": "Topology", "brlens": "Branch lengths"}
+_PRSET = {"tratio": "Tratiopr", "revmat": "Revmatpr", "statefreq": "Statefreqpr", "shape": "Shapepr",
+          "pinvar": "Pinvarpr", "ratemult": "Ratepr", "topology": "Topologypr", "brlens": "Brlenspr"}
+_AA3 = ("Ala", "Arg", "Asn", "Asp", "Cys", "Gln", "Glu", "Gly", "His", "Ile", "Leu", "Lys", "Met", "Phe", "Pro",
+        "Ser", "Thr", "Trp", "Tyr", "Val")
+
+
+def part_suffix(divisions, n_divisions: int) -> str:
+    """`{all}`, `{1,3}` or '' (unpartitioned data), as MrBayes appends it to names and labels.
+
+    >>> part_suffix((1, 2, 3), 3), part_suffix((2, 3), 3), part_suffix((1,), 1)
+    ('{all}', '{2,3}', '')
+    """
+    divisions = tuple(divisions)
+    if n_divisions <= 1:
+        return ""
+    if len(divisions) == n_divisions:
+        return "{all}"
+    return "{%s}" % ",".join(map(str, divisions))
+
+
+def labels(kind: str, datatype: str) -> list[str]:
+    """The `.p` labels of one parameter without suffix (RNA too is labelled A C G T, like MrBayes)."""
+    if kind == "tratio":
+        return ["kappa"]
+    if kind == "revmat":
+        return ["r(%s<->%s)" % (DNA[i], DNA[j]) for i in range(4) for j in range(i + 1, 4)]
+    if kind == "statefreq":
+        return ["pi(%s)" % x for x in (_AA3 if datatype == "protein" else DNA)]
+    return {"shape": ["alpha"], "pinvar": ["pinvar"]}[kind]
+
+
+def pfile_columns(settings, params) -> list[str]:
+    """The `.p` header after `Gen LnL LnPr`: `TL`, then every free parameter's labels, in `params` order."""
+    n = len(settings.divisions)
+    cols = ["TL" + part_suffix(range(1, n + 1), n)]
+    for p in params:
+        if p.kind == "ratemult":
+            cols += ["m{%d}" % d for d in p.divisions]
+        else:
+            datatype = settings.divisions[p.divisions[0] - 1].datatype
+            cols += [lab + part_suffix(p.divisions, n) for lab in labels(p.kind, datatype)]
+    return cols
+
+
+@dataclass(frozen=True)
+class ModelParameter:
+    """One parameter of the model summary: free (in the `.p` file) or fixed, with the divisions sharing it."""
+
+    kind: str
+    divisions: tuple[int, ...]
+    prior: object          # the PriorValue of its first division
+    free: bool             # estimated (in the `.p` file, unless a rate multiplier of one division)
+    datatype: str          # of its first division ('standard' statefreq is MrBayes' Alpha_symdir)
+
+    def name(self, n_divisions: int) -> str:
+        base = "Alpha_symdir" if self.kind == "statefreq" and self.datatype == "standard" else _NAME[self.kind]
+        return base + part_suffix(self.divisions, n_divisions)
+
+    def type_name(self) -> str:
+        if self.kind == "statefreq" and self.datatype == "standard":
+            return "Symmetric diricihlet/beta distribution alpha_i parameter"   # sic, MrBayes' spelling
+        return _TYPE[self.kind]
+
+
+def model_parameters(settings, params) -> list[ModelParameter]:
+    """Every parameter MrBayes lists at `mcmc` start, in its order: by type, then by first division.
+    The divisions sharing one are `mbgpu.parameters.link_groups`' (free or fixed alike)."""
+    divs = settings.divisions
+    free = {(p.kind, tuple(p.divisions)) for p in params}
+    out: list[ModelParameter] = []
+    for kind in SUMMARY_KINDS:
+        if kind in ("topology", "brlens"):
+            groups = [tuple(range(1, len(divs) + 1))]
+        else:
+            groups = link_groups(settings, kind)
+        for g in groups:
+            d = divs[g[0] - 1]
+            is_estimated = (kind, g) in free or (kind not in ("topology", "brlens") and is_free(kind, d))
+            out.append(ModelParameter(kind, g, d.prset[_PRSET[kind]], is_estimated, d.datatype))
+    return out

@@ -1,0 +1,208 @@
+"""Every option of the command table is either implemented, with a named test that checks it against
+MrBayes, or refused with `file:line:col: error: ... is not supported yet`. Nothing is accepted and
+ignored: a new option fails here until it is given evidence or `supported=` in the table.
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+from mbgpu.commands.params import Choice, Divisions, Float, Int, Numbers, Prior, Text
+from mbgpu.commands.table import build_table
+from mbgpu.errors import NotImplementedYet
+from tests.helpers import DNA4, interp_for
+
+TESTS = Path(__file__).resolve().parent.parent
+
+# Implemented options -> the test that shows it does what MrBayes does ("file.py::test_name"). Where
+# MrBayes' numbers cannot be compared one for one (random streams, file names, timing), the test checks
+# the behaviour MrBayes documents; those are marked (B).
+_ORACLE_LNL = "test_oracles.py::test_gen0_lnl_matches_mrbayes_double"
+_ORACLE_PRIOR = "test_oracles.py::test_gen0_prior_and_header_match_mrbayes"
+_SUMP = "test_summary/test_summary.py::test_sump_writes_mrbayes_pstat_and_lstat"
+_SUMT = "test_summary/test_summary.py::test_sumt_writes_mrbayes_files"
+_SCREEN = "test_sampler/test_runs.py::test_screen_output_like_mrbayes"
+_DIAG = "test_diagnostics.py::test_asdsf_from_reference_trees_matches_mcmc_file"
+_RESUME = "test_checkpoint/test_resume.py::test_append_is_byte_identical"
+_PARTS = "test_commands/test_commands.py::test_charset_partition_and_set_partition"
+EVIDENCE = {
+    ("set", "Seed"): "test_sampler/test_runs.py::test_same_seed_gives_byte_identical_files",  # (B)
+    ("set", "Swapseed"): "test_sampler/test_runs.py::test_same_seed_gives_byte_identical_files",  # (B)
+    ("set", "Dir"): "test_commands/test_command_table.py::test_set_dir_puts_output_there",  # (B)
+    ("set", "Partition"): _PARTS,
+    ("set", "Quitonerror"): "test_cli.py::test_interactive_quitonerror_stops",
+    ("set", "Scientific"): _ORACLE_LNL, ("set", "Precision"): _ORACLE_LNL,
+    ("set", "Usebeagle"): "test_cuda/test_select.py::test_decision_table",
+    ("set", "Beagledevice"): "test_cuda/test_select.py::test_decision_table",
+    ("set", "Beagleprecision"): "test_cuda/test_select.py::test_decision_table",
+    ("set", "Beaglescaling"): "test_cuda/test_select.py::test_decision_table",
+    ("set", "Sitesplit"): "test_mpi/test_mpiexec.py::test_site_split_matches_unsplit",
+    ("lset", "Applyto"): _ORACLE_PRIOR, ("lset", "Nucmodel"): _ORACLE_LNL, ("lset", "Nst"): _ORACLE_LNL,
+    ("lset", "Rates"): _ORACLE_LNL, ("lset", "Ngammacat"): _ORACLE_LNL, ("lset", "Coding"): _ORACLE_LNL,
+    ("prset", "Applyto"): _ORACLE_PRIOR, ("prset", "Tratiopr"): _ORACLE_PRIOR, ("prset", "Revmatpr"): _ORACLE_LNL,
+    ("prset", "Aamodelpr"): _ORACLE_LNL, ("prset", "Statefreqpr"): _ORACLE_LNL, ("prset", "Shapepr"): _ORACLE_LNL,
+    ("prset", "Pinvarpr"): _ORACLE_LNL, ("prset", "Topologypr"): _ORACLE_PRIOR, ("prset", "Brlenspr"): _ORACLE_PRIOR,
+    ("prset", "Ratepr"): _ORACLE_PRIOR,
+    ("mcmc", "Ngen"): _SCREEN, ("mcmc", "Nruns"): _SCREEN, ("mcmc", "Nchains"): _SCREEN,
+    ("mcmc", "Temp"): "test_sampler/test_prior_sampling.py::test_prior_is_recovered",  # (B) heated chains
+    ("mcmc", "Swapfreq"): _SCREEN, ("mcmc", "Nswaps"): _SCREEN, ("mcmc", "Samplefreq"): _SCREEN,
+    ("mcmc", "Printfreq"): _SCREEN, ("mcmc", "Mcmcdiagn"): _SCREEN, ("mcmc", "Diagnfreq"): _SCREEN,
+    ("mcmc", "Diagnstat"): _DIAG, ("mcmc", "Minpartfreq"): _DIAG, ("mcmc", "Relburnin"): _DIAG,
+    ("mcmc", "Burnin"): _DIAG, ("mcmc", "Burninfrac"): _DIAG,
+    ("mcmc", "Stoprule"): "test_commands/test_command_table.py::test_stoprule_stops_at_the_first_diagnostic_below",
+    ("mcmc", "Stopval"): "test_commands/test_command_table.py::test_stoprule_stops_at_the_first_diagnostic_below",
+    ("mcmc", "Checkpoint"): _RESUME, ("mcmc", "Checkfreq"): _RESUME, ("mcmc", "Append"): _RESUME,
+    ("mcmc", "Filename"): _SCREEN,
+    ("mcmc", "Data"): "test_sampler/test_prior_sampling.py::test_prior_is_recovered",
+    ("mcmc", "Autotune"): "test_moves/test_proposals.py::test_autotune_follows_mrbayes_rule",
+    ("mcmc", "Tunefreq"): "test_moves/test_proposals.py::test_autotune_follows_mrbayes_rule",
+    ("sump", "Relburnin"): _SUMP, ("sump", "Burnin"): _SUMP, ("sump", "Burninfrac"): _SUMP, ("sump", "Nruns"): _SUMP,
+    ("sump", "Filename"): _SUMP, ("sump", "Outputname"): _SUMP, ("sump", "Hpd"): _SUMP,
+    ("sumt", "Relburnin"): _SUMT, ("sumt", "Burnin"): _SUMT, ("sumt", "Burninfrac"): _SUMT, ("sumt", "Nruns"): _SUMT,
+    ("sumt", "Filename"): _SUMT, ("sumt", "Minpartfreq"): _SUMT, ("sumt", "Contype"): _SUMT,
+    ("sumt", "Outputname"): _SUMT, ("sumt", "Calctreeprobs"): _SUMT, ("sumt", "Hpd"): _SUMT,
+    ("startvals", "Tau"): _ORACLE_LNL, ("startvals", "V"): _ORACLE_LNL, ("startvals", "Ratemultiplier"): _ORACLE_LNL,
+    ("log", "Start"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",
+    ("log", "Stop"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",
+    ("log", "Filename"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",
+    ("log", "Append"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",
+    ("log", "Replace"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",
+    ("report", "Applyto"): "test_commands/test_command_table.py::test_every_option_is_implemented_or_refused",
+}
+for _p in ("Tratio", "Revmat", "Statefreq", "Shape", "Pinvar", "Ratemultiplier"):
+    EVIDENCE[("link", _p)] = EVIDENCE[("unlink", _p)] = _ORACLE_PRIOR
+for _key in [k for k in EVIDENCE if k[0] == "mcmc"]:
+    EVIDENCE[("mcmcp", _key[1])] = EVIDENCE[_key]
+
+# Options that do not change an analysis in MrBayes either: BEAGLE's resource and threading choices, and
+# the questions MrBayes asks at an interactive prompt (mbgpu asks none: it behaves as `mb FILE` does).
+INERT = {
+    ("set", "Beagleresource"): "BEAGLE resource number: which device, not what is computed",
+    ("set", "Beaglesse"): "BEAGLE's SSE switch: speed only", ("set", "Beaglethreads"): "BEAGLE threading: speed only",
+    ("set", "Beaglethreadcount"): "BEAGLE threading: speed only",
+    ("set", "Beaglefloattips"): "BEAGLE's tip storage: speed only",
+    ("set", "Autoclose"): "interactive question after mcmc; `mb FILE` never asks, nor does mbgpu",
+    ("set", "Nowarnings"): "interactive question before overwriting; `mb FILE` never asks, nor does mbgpu",
+    ("set", "Autoreplace"): "interactive question before overwriting; `mb FILE` never asks, nor does mbgpu",
+}
+
+# A value for each refused option that the table accepts syntactically (priors need arguments).
+PRIOR_EXAMPLES = {
+    "Aamodelpr": "mixed", "Topologypr": "constraints(c1)", "Brlenspr": "clock:uniform",
+    "Symdirihyperpr": "exponential(2)", "Cppmultdevpr": "fixed(0.5)", "Clockratepr": "exponential(2)",
+    "Generatepr": "variable", "Omegapr": "fixed(2)", "M3omegapr": "fixed(2)", "Codoncatfreqs": "fixed(0.2,0.3,0.5)",
+    "Aarevmatpr": "fixed(2)", "Ny98omega1pr": "fixed(0.5)", "Ny98omega3pr": "fixed(2)",
+    "Ratecorrpr": "fixed(0.5)", "Covswitchpr": "fixed(2)", "Treeagepr": "fixed(2)", "Speciationpr": "fixed(2)",
+    "Extinctionpr": "fixed(0.5)", "Fossilizationpr": "fixed(0.5)", "Popsizepr": "fixed(2)",
+    "Cppratepr": "fixed(2)", "TK02varpr": "fixed(2)", "Igrvarpr": "fixed(2)",
+}
+
+
+def _table_keys():
+    for name, spec in build_table().items():
+        for p in spec.params:
+            yield name, p
+
+
+def _refused_value(name, p) -> str | None:
+    """A value of `p` the table parses but mbgpu refuses, or None when every value is supported."""
+    if p.supported is None:
+        return None
+    if isinstance(p, Prior):
+        return PRIOR_EXAMPLES[p.name]
+    if isinstance(p, Choice):
+        bad = [c for c in p.choices if p.unsupported(c) is not None]
+        return bad[0] if bad else None
+    if isinstance(p, Divisions):
+        return "(all)"
+    if isinstance(p, Int):
+        return str(p.default + 1)
+    if isinstance(p, Float):
+        return str(p.default / 2 if p.default else 0.5)
+    if isinstance(p, Numbers):
+        return "(10,5)"
+    assert isinstance(p, Text), p
+    return "x"
+
+
+def _test_exists(ref: str) -> bool:
+    path, _, func = ref.partition("::")
+    tree = ast.parse((TESTS / path).read_text())
+    return any(isinstance(n, ast.FunctionDef) and n.name == func for n in tree.body)
+
+
+REFUSED = [(n, p) for n, p in _table_keys() if _refused_value(n, p) is not None]
+
+
+def test_every_option_is_implemented_or_refused():
+    missing, stale = [], []
+    for name, p in _table_keys():
+        key = (name, p.name)
+        fully = p.supported is None
+        if key in INERT:
+            assert fully, "%s is refused and listed as inert" % (key,)
+            continue
+        if key in EVIDENCE:
+            if p.supported == ():
+                stale.append(key)
+            elif not _test_exists(EVIDENCE[key]):
+                missing.append("%s -> %s (no such test)" % (key, EVIDENCE[key]))
+        elif fully or callable(p.supported) or p.supported != ():
+            missing.append("%s: neither evidence against MrBayes nor supported= in the table" % (key,))
+    assert not missing, "\n".join(missing)
+    assert not stale, "refused options with evidence listed (remove it): %s" % stale
+
+
+@pytest.mark.parametrize("name, p", REFUSED, ids=["%s-%s" % (n, p.name) for n, p in REFUSED])
+def test_refused_options_say_not_supported_yet_at_the_value(tmp_path, name, p):
+    name = "mcmcp" if name == "mcmc" else name   # the same parameters; mcmcp would not run anything
+    command = "%s %s=%s;" % (name, p.name.lower(), _refused_value(name, p))
+    with pytest.raises(NotImplementedYet) as e:
+        interp_for(DNA4 + "begin mrbayes;\n  " + command + "\nend;\n", tmp_path)
+    line = e.value.one_line()
+    assert line.startswith(str(tmp_path / "in.nex") + ":13:"), line
+    assert line.endswith("is not supported yet"), line
+    assert "%s %s=" % (name, p.name.lower()) in line
+
+
+@pytest.mark.parametrize("command", [
+    "ctype ordered: 1-3;", "ctype irreversible: 1-3;", "ctype dollo: all;", "ss;", "usertree = (A,B,(C,D));",
+])
+def test_refused_commands(tmp_path, command):
+    with pytest.raises(NotImplementedYet, match="is not supported yet"):
+        interp_for(DNA4 + "begin mrbayes;\n  " + command + "\nend;\n", tmp_path)
+
+
+def test_ctype_unordered_is_accepted(tmp_path):
+    interp_for(DNA4 + "begin mrbayes;\n  ctype unordered: 1-3;\nend;\n", tmp_path)
+
+
+def test_set_dir_puts_output_there(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    interp_for(DNA4 + "begin mrbayes; set seed=1 swapseed=1 dir=out;\n"
+               " mcmc ngen=20 nruns=1 nchains=1 samplefreq=10 printfreq=10 checkpoint=no; end;\n", tmp_path)
+    assert (tmp_path / "out" / "in.nex.p").is_file() and not (tmp_path / "in.nex.p").exists()
+
+
+def test_stoprule_stops_at_the_first_diagnostic_below(tmp_path, monkeypatch):
+    """MrBayes' rule: with stoprule=yes the run ends at the first diagnostics line whose average standard
+    deviation of split frequencies (the .mcmc file's last column) is below stopval."""
+    monkeypatch.chdir(tmp_path)
+    interp_for(DNA4 + "begin mrbayes; set seed=1 swapseed=1;\n mcmc ngen=100000 nruns=2 nchains=1 samplefreq=10 "
+               "printfreq=100 diagnfreq=100 stoprule=yes stopval=0.03 checkpoint=no; end;\n", tmp_path)
+    rows = [l.split("\t") for l in (tmp_path / "in.nex.mcmc").read_text().splitlines() if l[:1].isdigit()]
+    stats = [float(r[-1]) for r in rows]
+    assert stats[-1] < 0.03 and min(stats[:-1]) >= 0.03 and int(rows[-1][0]) < 100000
+    last = (tmp_path / "in.nex.run1.p").read_text().splitlines()[-1]
+    assert last.split("\t")[0] == rows[-1][0]
+
+
+def test_log_start_stop_append_replace(tmp_path):
+    interp_for(DNA4 + "begin mrbayes; log start filename=a.log; showmodel; log stop; showmodel;\n"
+               " log start filename=a.log append; outgroup B; log stop; end;\n", tmp_path)
+    text = (tmp_path / "a.log").read_text()
+    assert "Setting outgroup to taxon \"B\"" in text and text.count("Model settings") == 1
+    interp_for(DNA4 + "begin mrbayes; log start filename=a.log replace; outgroup C; log stop; end;\n", tmp_path)
+    assert "outgroup to taxon \"C\"" in (tmp_path / "a.log").read_text()
+    assert "Model settings" not in (tmp_path / "a.log").read_text()

@@ -92,7 +92,7 @@ def run_mcmc(interp) -> None:
         con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))
         for c in chains:
             con.print("      Chain %d -- %.6f -- %.6f" % (c.index + 1, c.lnl, c.lnpr))
-    sink = FileSink(s, params, output_stem(s), [_run_id(s.options["Seed"], r) for r in range(opts.nruns)], opts, con,
+    sink = FileSink(s, params, output_stem(s), [run_stamp(s.options["Seed"])] * opts.nruns, opts, con,
                     append=ckp.prepare_outputs())
     mc3 = MC3(runs, opts, np.random.default_rng(s.options["Swapseed"]), sink, con)
     ckp.attach(mc3, sink)
@@ -108,6 +108,7 @@ def run_mcmc(interp) -> None:
     ckp.raise_if_stopped()
 
 
-def _run_id(seed: int, run: int) -> int:
-    """A 10-digit run identifier derived from the seed (MrBayes prints a random one)."""
-    return int(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(run, 99))).integers(10**9, 10**10))
+def run_stamp(seed: int) -> int:
+    """The analysis' 10-digit `[ID: ...]`, one for every file of every run as in MrBayes (which draws a
+    random one); derived from the seed here, so a rerun with the same seed writes the same files."""
+    return int(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0, 99))).integers(10**9, 10**10))

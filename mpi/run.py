@@ -143,7 +143,7 @@ def _restore(runs, comm, layout, ckp) -> None:
 def _analysis(s, con, comm, layout, opts, sets, ckp) -> None:
     import numpy as np
 
-    from mbgpu.analysis import _run_id, output_stem
+    from mbgpu.analysis import output_stem, run_stamp
     from mbgpu.checkpoint.session import CheckpointSession
     from mbgpu.mpi.driver import DistributedMC3, MpiSink
     from mbgpu.sampler.sink import FileSink
@@ -158,7 +158,7 @@ def _analysis(s, con, comm, layout, opts, sets, ckp) -> None:
     inner = None
     if rank == 0:
         append = ckp.prepare_outputs() if ckp is not None else False
-        inner = FileSink(s, params, output_stem(s), [_run_id(s.options["Seed"], r) for r in range(opts.nruns)],
+        inner = FileSink(s, params, output_stem(s), [run_stamp(s.options["Seed"])] * opts.nruns,
                          opts, con, append=append)
     ckp = ckp if ckp is not None else CheckpointSession(s, output_stem(s), con)
     mc3 = DistributedMC3(runs, opts, np.random.default_rng(s.options["Swapseed"]), MpiSink(inner, comm), con,

@@ -35,6 +35,11 @@ def test_same_seed_gives_byte_identical_files(tmp_path, monkeypatch):
     assert [int(l.split("\t")[0]) for l in p[2:]] == list(range(0, 301, 20))
     t = (tmp_path / "a" / "r.run1.t").read_text()
     assert t.startswith("#NEXUS\n[ID: ") and t.rstrip().endswith("end;") and t.count("tree gen.") == 16
+    # one stamp for every file of the analysis, as in MrBayes' reference run (primates_gtrig_20k: the
+    # .run1.p, .run2.p and .mcmc files all say [ID: 6580315779])
+    stamps = {re.search(r"\[ID: (\d+)\]", (tmp_path / "a" / f).read_text()).group(1)
+              for f in ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc")}
+    assert len(stamps) == 1, stamps
 
 
 def test_screen_output_like_mrbayes(tmp_path, monkeypatch):

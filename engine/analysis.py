@@ -11,7 +11,9 @@ import time
 
 import numpy as np
 
-from mbgpu.output.modelsummary import model_summary_lines
+from mbgpu.output.modelsummary import model_summary_lines, move_lines
+from mbgpu.parameters import free_parameters
+from mbgpu.sampler.move_table import build_moves
 from mbgpu.model_settings import coding, variable_characters
 from mbgpu.patterns import PatternSet, division_patterns
 
@@ -72,7 +74,8 @@ def run_mcmc(interp) -> None:
         s.options["Swapseed"] = s.options["Seed"]
     con.print("   Seed = %d" % s.options["Seed"])
     con.print("   Swapseed = %d" % s.options["Swapseed"])
-    for line in model_summary_lines(s) + [""]:
+    params = free_parameters(s)
+    for line in model_summary_lines(s, params) + [""] + move_lines(build_moves(params, len(s.divisions))) + [""]:
         con.print(line)
     from mbgpu.mpi.comm import world
 

@@ -226,3 +226,10 @@ def model_summary_lines(settings, params=None) -> list[str]:
     for i, d in enumerate(settings.divisions, 1):
         out += division_lines(d, i, n) + ([""] if i != n else [])
     return out + [""] + parameter_lines(settings, params)
+
+
+def move_lines(moves) -> list[str]:
+    """MrBayes' list of moves with the probability that a generation uses each (its weight's share)."""
+    total = sum(m.weight for m in moves)
+    rows = ["       %6.2f %%   %s" % (100.0 * m.weight / total, m.name) for m in moves]
+    return ["   The MCMC sampler will use the following moves:", "      With prob.  Chain will use move"] + rows

@@ -23,18 +23,19 @@ _PARAM_MOVES = {
     "shape": [("Multiplier(Alpha%s)", "multiplier", 1.0, 2.0 * math.log(1.5), "lambda")],
     "pinvar": [("Slider(Pinvar%s)", "pinvar_slider", 1.0, 0.1, "delta")],
     "tratio": [("Dirichlet(Tratio%s)", "dirichlet", 1.0, 50.0, "alpha")],
-    "ratemult": [("Dirichlet(Ratemultiplier%s)", "dirichlet", 0.5, 50.0, "alpha"),
-                 ("Slider(Ratemultiplier%s)", "slider", 0.5, 0.05, "delta")],
+    "ratemult": [("Dirichlet(Ratemultiplier%s)", "dirichlet", 0.75, 50.0, "alpha"),
+                 ("Slider(Ratemultiplier%s)", "slider", 0.75, 0.05, "delta")],
 }
 
 
 def parameter_moves(params, n_divisions: int, n_chars: dict | None = None) -> list[ParamMove]:
     """`n_chars` (division -> character count) weighs the rate multipliers: their moves act on the
-    proportions n_i m_i / N, where their prior lives, as MrBayes' Move_RateMult_Dir/_Slider do."""
+    proportions n_i m_i / N, where their prior lives, as MrBayes' Move_RateMult_Dir/_Slider do. Without
+    `n_chars` the moves serve for their names and weights only (the move list printed at mcmc start)."""
     out = []
     for i, p in enumerate(params):
         scale = None
-        if p.kind == "ratemult":
+        if p.kind == "ratemult" and n_chars is not None:
             n = np.array([n_chars[d] for d in p.divisions], dtype=np.float64)
             scale = n / n.sum()
         for name, kind, weight, tuning, tname in _PARAM_MOVES[p.kind]:

@@ -51,3 +51,11 @@ def model_block(text: str, spacer: int = 0) -> list[str]:
         block.pop()
     assert all(not l or l.startswith(" " * spacer) for l in block)
     return [l[spacer:] for l in block]
+
+
+def move_block(text: str, spacer: int = 0) -> list[str]:
+    """'The MCMC sampler will use the following moves:' and its rows, MrBayes' file-level spacer cut."""
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.strip() == "The MCMC sampler will use the following moves:")
+    end = next(i for i in range(start, len(lines)) if not lines[i].strip())
+    return [l.rstrip()[spacer:] for l in lines[start:end]]

@@ -3,7 +3,7 @@
 import pytest
 
 from tests.conftest import TEST_DATA
-from tests.test_output.mbpeer import model_block, run_mb, run_ours, stage
+from tests.test_output.mbpeer import model_block, move_block, run_mb, run_ours, stage
 
 RUN = "\n mcmc ngen=100 nruns=1 nchains=1 samplefreq=100 printfreq=100 diagnfreq=100 filename=%s;"
 
@@ -15,6 +15,7 @@ def test_primates_gtrig_equals_reference_screen_log(shared_data, tmp_path, monke
     ours = run_ours(folder, " set seed=12345 swapseed=12345; execute primates.nex; lset nst=6 rates=invgamma;"
                     + RUN % "r", monkeypatch)
     assert model_block(ours) == model_block(log, spacer=3)
+    assert move_block(ours) == move_block(log, spacer=3)
     assert ours.index("Swapseed = 12345") < ours.index("Model settings:") < ours.index("Chain results")
 
 
@@ -52,6 +53,7 @@ def test_block_like_mrbayes(mb, shared_data, tmp_path, monkeypatch, case):
     theirs = run_mb(mb, folder, block % "theirs")
     ours = run_ours(folder, block % "ours", monkeypatch)
     assert model_block(ours) == model_block(theirs, spacer=3)
+    assert move_block(ours) == move_block(theirs, spacer=3)
 
 
 def test_showmodel_prints_the_mcmc_block(tmp_path, monkeypatch):

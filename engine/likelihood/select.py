@@ -2,8 +2,10 @@
 beaglescaling=`), with the environment override MBGPU_BACKEND=cpu|gpu.
 
 Default: the CUDA backend in double precision when pycuda and a CUDA device are present, otherwise
-the numpy backend; one line on the console says which was chosen and why. The CUDA module is
-imported only when the GPU is chosen, so this works on machines without pycuda.
+the compiled (numba) CPU backend, or the numpy reference where numba does not import; one line on
+the console says which was chosen and why. `choose_backend(..., cpu="numpy")` picks the numpy
+reference for the CPU (tests that compare with it). The CUDA and numba modules are imported only
+when chosen, so this works on machines without pycuda or numba.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ class BackendChoice:
     scaling: bool | int            # pass to PartitionLikelihood(scaling=...)
     reason: str
     make: Callable = field(repr=False, compare=False)
+    cpu: str = "numpy"             # the CPU backend: "compiled" (numba) or "numpy"
 
     def __call__(self, spec):
         return self.make(spec)
@@ -34,7 +37,7 @@ class BackendChoice:
         """The one line printed when the backend is chosen."""
         if self.kind == "gpu":
             return "Likelihood backend: CUDA GPU, %s precision (%s)" % (self.precision, self.reason)
-        return "Likelihood backend: numpy CPU, double precision (%s)" % self.reason
+        return "Likelihood backend: %s CPU, double precision (%s)" % (self.cpu, self.reason)
 
 
 def _option(options: Mapping, key: str, default: str) -> str:
@@ -83,12 +86,37 @@ def decide(options: Mapping, env: Mapping, cuda_present: Callable[[], bool]) -> 
     return "gpu", precision, scaling, "CUDA device found"
 
 
+CPU_BACKENDS = ("auto", "compiled", "numpy")
+
+
+def _cpu_factory(cpu: str) -> tuple[str, Callable]:
+    """("compiled" or "numpy", factory): "auto" is the compiled backend where numba imports."""
+    if cpu not in CPU_BACKENDS:
+        raise ValueError("cpu backend must be one of %s, not %r" % (CPU_BACKENDS, cpu))
+    if cpu == "numpy":
+        return "numpy", NumpyBackend
+    try:
+        from mbgpu.likelihood.compiled_backend import CompiledBackend
+    except ImportError:
+        if cpu == "compiled":
+            raise
+        return "numpy", NumpyBackend
+    return "compiled", CompiledBackend
+
+
 def choose_backend(options: Mapping, console, env: Mapping | None = None,
-                   cuda_present: Callable[[], bool] | None = None) -> BackendChoice:
-    """The backend factory for a run; prints one line saying which backend was chosen."""
+                   cuda_present: Callable[[], bool] | None = None, *, cpu: str = "auto") -> BackendChoice:
+    """The backend factory for a run; prints one line saying which backend was chosen.
+
+    `cpu`: the backend used when the CPU is chosen: "auto" (compiled where numba imports, else
+    numpy), "compiled" or "numpy" (the reference).
+    """
     kind, precision, scaling, reason = decide(options, os.environ if env is None else env,
                                               cuda_present or _cuda_available)
-    make = _gpu_factory(precision) if kind == "gpu" else NumpyBackend
-    choice = BackendChoice(kind, precision, scaling, reason, make)
+    if kind == "gpu":
+        cpu_name, make = "numpy", _gpu_factory(precision)
+    else:
+        cpu_name, make = _cpu_factory(cpu)
+    choice = BackendChoice(kind, precision, scaling, reason, make, cpu_name)
     console.print(choice.describe())
     return choice

@@ -39,8 +39,14 @@ def test_bad_values_are_command_errors():
         decide({"Beaglescaling": "Sometimes"}, {}, yes)
 
 
-def test_cpu_choice_prints_one_line_and_builds_numpy_backends():
+def test_cpu_choice_prints_one_line_and_builds_the_compiled_or_numpy_backend():
+    """The CPU default is the compiled (numba) backend; the numpy reference stays reachable by argument."""
+    from mbgpu.likelihood.compiled_backend import CompiledBackend
+
     out = io.StringIO()
     choice = choose_backend({"Usebeagle": "No"}, Console(out), env={}, cuda_present=yes)
-    assert out.getvalue().count("\n") == 1 and "numpy CPU" in out.getvalue() and "usebeagle=no" in out.getvalue()
-    assert choice.make is NumpyBackend and choice.kind == "cpu"
+    assert out.getvalue().count("\n") == 1 and "compiled CPU" in out.getvalue() and "usebeagle=no" in out.getvalue()
+    assert choice.make is CompiledBackend and choice.kind == "cpu"
+    out = io.StringIO()
+    choice = choose_backend({"Usebeagle": "No"}, Console(out), env={}, cuda_present=yes, cpu="numpy")
+    assert "numpy CPU" in out.getvalue() and choice.make is NumpyBackend

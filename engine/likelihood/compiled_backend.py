@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from mbgpu.likelihood import compiled_kernels as k
+from mbgpu.likelihood.host_buffers import HostBuffers
 from mbgpu.likelihood.protocol import NONE, InstanceSpec
 
 # patterns x states x categories of one update from which threads pay (measured on 2 cores:
@@ -29,20 +30,13 @@ PARALLEL_MIN_WORK = 1 << 15
 CACHE_BLOCK_ENTRIES = 1 << 14        # entries (categories x states x patterns) of one block of a node
 
 
-class CompiledBackend:
+class CompiledBackend(HostBuffers):
     """One instance: buffers as numpy arrays, operations executed by numba kernels."""
 
     def __init__(self, spec: InstanceSpec, *, threads: int | None = None,
                  parallel_min_work: int = PARALLEL_MIN_WORK):
-        self.spec = spec
+        super().__init__(spec)
         c, p, s = spec.n_categories, spec.n_patterns, spec.n_states
-        self.partials = np.zeros((spec.n_partials, c, p, s))
-        self.tip_states = np.full((spec.n_tips, p), s, dtype=np.uint8)
-        self.tip_partials: list[np.ndarray | None] = [None] * spec.n_tips
-        self.matrices = np.zeros((spec.n_matrices, c, s, s))
-        self.scale = np.zeros((spec.n_scale_buffers, p))
-        self.pattern_weights = np.ones(p)
-        self.category_rates = np.ones(c)
         available = numba.config.NUMBA_NUM_THREADS
         self.threads = available if threads is None else max(1, min(int(threads), available))
         self.parallel = self.threads > 1 and c * p * s >= parallel_min_work
@@ -51,31 +45,11 @@ class CompiledBackend:
             self.block = max(8, min(self.block, -(-p // (2 * self.threads))))
         self._tip_slot = np.full(spec.n_tips, -1, dtype=np.int64)
         self._packed: np.ndarray | None = None          # (K, 1, P, S) tip partials, rebuilt on change
-        self._invariant_compat: np.ndarray | None = None
 
     # ------------------------------------------------------------------ data
-    def set_tip_states(self, tip: int, states: np.ndarray) -> None:
-        states = np.asarray(states)
-        assert states.shape == (self.spec.n_patterns,)
-        self.tip_states[tip] = np.minimum(states, self.spec.n_states).astype(np.uint8)
-        self.tip_partials[tip] = None
+    def _tips_changed(self) -> None:
+        super()._tips_changed()
         self._packed = None
-        self._invariant_compat = None
-
-    def set_tip_partials(self, tip: int, partials: np.ndarray) -> None:
-        partials = np.asarray(partials, dtype=np.float64)
-        assert partials.shape == (self.spec.n_patterns, self.spec.n_states)
-        self.tip_partials[tip] = np.ascontiguousarray(partials)
-        self._packed = None
-        self._invariant_compat = None
-
-    def set_pattern_weights(self, weights: np.ndarray) -> None:
-        self.pattern_weights = np.ascontiguousarray(weights, dtype=np.float64).copy()
-
-    def set_category_rates(self, rates: np.ndarray) -> None:
-        rates = np.asarray(rates, dtype=np.float64)
-        assert rates.shape == (self.spec.n_categories,)
-        self.category_rates = rates.copy()
 
     def _tips(self) -> tuple[np.ndarray, np.ndarray]:
         """(tip slot per tip, packed tip partials (K, 1, P, S)); K >= 1 (a zero row when none)."""
@@ -87,15 +61,6 @@ class CompiledBackend:
             packed = np.stack(rows)[:, None] if rows else np.zeros((1,) + shape)
             self._tip_slot, self._packed = slot, np.ascontiguousarray(packed)
         return self._tip_slot, self._packed
-
-    # ------------------------------------------------------------------ matrices
-    def update_transition_matrices(self, eigen, matrix_indices: np.ndarray, edge_lengths: np.ndarray) -> None:
-        idx = np.asarray(matrix_indices, dtype=np.int64)
-        t = np.asarray(edge_lengths, dtype=np.float64)[:, None] * self.category_rates[None, :]
-        self.matrices[idx] = eigen.transition_matrices(t)
-
-    def set_transition_matrices(self, matrix_indices: np.ndarray, matrices: np.ndarray) -> None:
-        self.matrices[np.asarray(matrix_indices, dtype=np.int64)] = matrices
 
     # ------------------------------------------------------------------ partials
     def update_partials(self, ops: np.ndarray) -> None:
@@ -132,18 +97,6 @@ class CompiledBackend:
             k.add_scales(self.scale, int(cumulative), idx, -1.0)
 
     # ------------------------------------------------------------------ root
-    def _invariant_site_compat(self) -> np.ndarray:
-        """prod over tips of the tip vectors (P, S): which states every tip allows (for +I)."""
-        if self._invariant_compat is None:
-            s = self.spec.n_states
-            eye = np.vstack([np.eye(s), np.ones((1, s))])
-            compat = np.ones((self.spec.n_patterns, s))
-            for tip in range(self.spec.n_tips):
-                tp = self.tip_partials[tip]
-                compat *= eye[self.tip_states[tip]] if tp is None else tp
-            self._invariant_compat = compat
-        return self._invariant_compat
-
     def _child_args(self, root_partials: np.ndarray, child: int, child_matrix: int) -> tuple:
         """(kind, states, partials, category stride, matrix) of the root's edge child (kind 0: none)."""
         n_tips = self.spec.n_tips

@@ -10,55 +10,16 @@ import math
 
 import numpy as np
 
+from mbgpu.likelihood.host_buffers import HostBuffers
 from mbgpu.likelihood.protocol import NONE, InstanceSpec
 
 
-class NumpyBackend:
+class NumpyBackend(HostBuffers):
     """One instance: buffers as numpy arrays, operations executed in order on the CPU."""
 
     def __init__(self, spec: InstanceSpec):
-        self.spec = spec
-        c, p, s = spec.n_categories, spec.n_patterns, spec.n_states
-        self.partials = np.zeros((spec.n_partials, c, p, s))
-        self.tip_states = np.full((spec.n_tips, p), s, dtype=np.uint8)
-        self.tip_partials: list[np.ndarray | None] = [None] * spec.n_tips
-        self.matrices = np.zeros((spec.n_matrices, c, s, s))
-        self.scale = np.zeros((spec.n_scale_buffers, p))
-        self.pattern_weights = np.ones(p)
-        self.category_rates = np.ones(c)
-        self._invariant_compat: np.ndarray | None = None
+        super().__init__(spec)
         self._work: np.ndarray | None = None
-
-    # ------------------------------------------------------------------ data
-    def set_tip_states(self, tip: int, states: np.ndarray) -> None:
-        states = np.asarray(states)
-        assert states.shape == (self.spec.n_patterns,)
-        self.tip_states[tip] = np.minimum(states, self.spec.n_states).astype(np.uint8)
-        self.tip_partials[tip] = None
-        self._invariant_compat = None
-
-    def set_tip_partials(self, tip: int, partials: np.ndarray) -> None:
-        partials = np.asarray(partials, dtype=np.float64)
-        assert partials.shape == (self.spec.n_patterns, self.spec.n_states)
-        self.tip_partials[tip] = np.ascontiguousarray(partials)
-        self._invariant_compat = None
-
-    def set_pattern_weights(self, weights: np.ndarray) -> None:
-        self.pattern_weights = np.asarray(weights, dtype=np.float64).copy()
-
-    def set_category_rates(self, rates: np.ndarray) -> None:
-        rates = np.asarray(rates, dtype=np.float64)
-        assert rates.shape == (self.spec.n_categories,)
-        self.category_rates = rates.copy()
-
-    # ------------------------------------------------------------------ matrices
-    def update_transition_matrices(self, eigen, matrix_indices: np.ndarray, edge_lengths: np.ndarray) -> None:
-        idx = np.asarray(matrix_indices, dtype=np.int64)
-        t = np.asarray(edge_lengths, dtype=np.float64)[:, None] * self.category_rates[None, :]
-        self.matrices[idx] = eigen.transition_matrices(t)
-
-    def set_transition_matrices(self, matrix_indices: np.ndarray, matrices: np.ndarray) -> None:
-        self.matrices[np.asarray(matrix_indices, dtype=np.int64)] = matrices
 
     # ------------------------------------------------------------------ partials
     def _is_tip(self, buffer: int) -> bool:
@@ -144,18 +105,6 @@ class NumpyBackend:
             self.scale[cumulative] -= self.scale[idx].sum(axis=0)
 
     # ------------------------------------------------------------------ root
-    def _invariant_site_compat(self) -> np.ndarray:
-        """prod over tips of the tip vectors (P, S): which states every tip allows (for +I)."""
-        if self._invariant_compat is None:
-            s = self.spec.n_states
-            eye = np.vstack([np.eye(s), np.ones((1, s))])
-            compat = np.ones((self.spec.n_patterns, s))
-            for tip in range(self.spec.n_tips):
-                tp = self.tip_partials[tip]
-                compat *= eye[self.tip_states[tip]] if tp is None else tp
-            self._invariant_compat = compat
-        return self._invariant_compat
-
     def site_log_likelihoods(self, root: int, freqs: np.ndarray, weights: np.ndarray, pinvar: float,
                              cumulative_scale: int, child: int = NONE, child_matrix: int = NONE) -> np.ndarray:
         freqs = np.asarray(freqs, dtype=np.float64)

@@ -25,6 +25,7 @@ _SCREEN = "test_sampler/test_runs.py::test_screen_output_like_mrbayes"
 _DIAG = "test_diagnostics.py::test_asdsf_from_reference_trees_matches_mcmc_file"
 _RESUME = "test_checkpoint/test_resume.py::test_append_is_byte_identical"
 _PARTS = "test_commands/test_commands.py::test_charset_partition_and_set_partition"
+_SWAPS = "test_commands/test_command_table.py::test_swapfreq_and_nswaps_make_as_many_swap_attempts_as_mrbayes"
 EVIDENCE = {
     ("set", "Seed"): "test_sampler/test_runs.py::test_same_seed_gives_byte_identical_files",  # (B)
     ("set", "Swapseed"): "test_sampler/test_runs.py::test_same_seed_gives_byte_identical_files",  # (B)
@@ -44,8 +45,8 @@ EVIDENCE = {
     ("prset", "Pinvarpr"): _ORACLE_LNL, ("prset", "Topologypr"): _ORACLE_PRIOR, ("prset", "Brlenspr"): _ORACLE_PRIOR,
     ("prset", "Ratepr"): _ORACLE_PRIOR,
     ("mcmc", "Ngen"): _SCREEN, ("mcmc", "Nruns"): _SCREEN, ("mcmc", "Nchains"): _SCREEN,
-    ("mcmc", "Temp"): "test_sampler/test_prior_sampling.py::test_prior_is_recovered",  # (B) heated chains
-    ("mcmc", "Swapfreq"): _SCREEN, ("mcmc", "Nswaps"): _SCREEN, ("mcmc", "Samplefreq"): _SCREEN,
+    ("mcmc", "Temp"): "test_commands/test_command_table.py::test_temp_sets_the_heats_as_mrbayes_does",
+    ("mcmc", "Swapfreq"): _SWAPS, ("mcmc", "Nswaps"): _SWAPS, ("mcmc", "Samplefreq"): _SCREEN,
     ("mcmc", "Printfreq"): _SCREEN, ("mcmc", "Mcmcdiagn"): _SCREEN, ("mcmc", "Diagnfreq"): _SCREEN,
     ("mcmc", "Diagnstat"): _DIAG, ("mcmc", "Minpartfreq"): _DIAG, ("mcmc", "Relburnin"): _DIAG,
     ("mcmc", "Burnin"): _DIAG, ("mcmc", "Burninfrac"): _DIAG,
@@ -206,3 +207,58 @@ def test_log_start_stop_append_replace(tmp_path):
     interp_for(DNA4 + "begin mrbayes; log start filename=a.log replace; outgroup C; log stop; end;\n", tmp_path)
     assert "outgroup to taxon \"C\"" in (tmp_path / "a.log").read_text()
     assert "Model settings" not in (tmp_path / "a.log").read_text()
+
+
+def _heat_table(text: str) -> list[str]:
+    lines = [l.strip() for l in text.splitlines()]
+    start = lines.index("ID -- Heat")
+    return [l for l in lines[start:lines.index("Heat = 1 / (1 + T * (ID - 1))", start) + 2] if l]
+
+
+def test_temp_sets_the_heats_as_mrbayes_does(mb, tmp_path, monkeypatch):
+    """mcmc temp=0.25 nchains=4: the end-of-run heat table equals MrBayes' (heat = 1 / (1 + T (ID - 1)))."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import TEST_DATA
+
+    block = ("begin mrbayes; set autoclose=yes nowarn=yes seed=1 swapseed=1; execute primates.nex;\n"
+             " mcmc ngen=20 nruns=1 nchains=4 temp=0.25 samplefreq=10 printfreq=10 filename=%s; end;\n")
+    shutil.copy(TEST_DATA / "primates.nex", tmp_path)
+    (tmp_path / "mb.nex").write_text("#NEXUS\n" + block % "theirs")
+    done = subprocess.run([str(mb), "mb.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-1500:]
+    monkeypatch.chdir(tmp_path)
+    ours = interp_for("#NEXUS\n" + block % "ours", tmp_path, "ours.nex").console.stream.getvalue()
+    assert _heat_table(ours) == _heat_table(done.stdout)
+    assert "0.67" in " ".join(_heat_table(ours))       # chain 3: 1 / (1 + 0.25 * 2)
+
+
+def _swap_attempts(text: str) -> int:
+    """The sum of the lower diagonal of the 'Chain swap information' table: swap attempts made."""
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if "Chain swap information" in l)
+    total = 0
+    for line in lines[start + 4:]:
+        if "|" not in line:
+            break
+        total += sum(int(w) for w in line.split("|")[1].split() if w.isdigit())
+    return total
+
+
+def test_swapfreq_and_nswaps_make_as_many_swap_attempts_as_mrbayes(mb, tmp_path, monkeypatch):
+    """swapfreq=2 nswaps=3 over 40 generations: 60 attempts in MrBayes' swap table and in ours."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import TEST_DATA
+
+    block = ("begin mrbayes; set autoclose=yes nowarn=yes seed=1 swapseed=1; execute primates.nex;\n"
+             " mcmc ngen=40 nruns=1 nchains=3 swapfreq=2 nswaps=3 samplefreq=10 printfreq=10 filename=%s; end;\n")
+    shutil.copy(TEST_DATA / "primates.nex", tmp_path)
+    (tmp_path / "mb.nex").write_text("#NEXUS\n" + block % "theirs")
+    done = subprocess.run([str(mb), "mb.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-1500:]
+    monkeypatch.chdir(tmp_path)
+    ours = interp_for("#NEXUS\n" + block % "ours", tmp_path, "ours.nex").console.stream.getvalue()
+    assert _swap_attempts(ours) == _swap_attempts(done.stdout) == 60

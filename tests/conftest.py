@@ -97,9 +97,9 @@ def mb() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """../shared/data beside the checkout, or $MBGPU_SHARED_DATA (a copy carried to the GPU machine);
+    """../shared/data beside the checkout, or $MBGPU_SHARED/data (a copy carried to the GPU machine);
     skips when absent, e.g. an sdist test run."""
-    path = Path(os.environ["MBGPU_SHARED_DATA"]) if os.environ.get("MBGPU_SHARED_DATA") else SHARED / "data"
+    path = SHARED / "data"
     if not path.is_dir():
         pytest.skip("../shared/data is not beside the checkout")
     return path

@@ -152,19 +152,18 @@ def test_prompt_has_line_editing_and_history(tmp_path):
     os.close(child)
     seen = b""
 
-    def until(text: bytes) -> None:
+    def until_prompt(count: int) -> None:
+        """Read the terminal until the prompt has been shown `count` times."""
         nonlocal seen
-        while seen.count(text) < until.count.get(text, 0) + 1:
+        while seen.count(b"mbgpu > ") < count:
             ready, _, _ = select.select([main], [], [], 60)
-            assert ready, "no %r within 60 s; screen: %r" % (text, seen[-400:])
+            assert ready, "no prompt within 60 s; screen: %r" % seen[-400:]
             seen += os.read(main, 4096)
-        until.count[text] = seen.count(text)
-    until.count = {}
-    until(b"mbgpu > ")
+    until_prompt(1)
     os.write(main, b"help quit\r")
-    until(b"mbgpu > ")
+    until_prompt(2)
     os.write(main, b"\x1b[A\r")                         # up arrow: the same command again
-    until(b"mbgpu > ")
+    until_prompt(3)
     os.write(main, b"quit\r")
     assert proc.wait(60) == 0
     os.close(main)

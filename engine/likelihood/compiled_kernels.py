@@ -20,10 +20,24 @@ read with category stride 0). Four-state variants are unrolled by hand.
 from __future__ import annotations
 
 import math
+import os
 
 import numba
 import numpy as np
 
+
+def _cache_in_user_folder() -> None:
+    """numba's `cache=True` writes next to this module by default, i.e. into the install: a read-only
+    site-packages gets no cache, and an uninstall leaves the files behind (an `mbgpu/` folder that
+    shadows a later editable install). Unless the user set NUMBA_CACHE_DIR, compiled kernels go to
+    $XDG_CACHE_HOME/mbgpu/numba (~/.cache/mbgpu/numba). Set before the kernels below are decorated,
+    which is when numba picks the cache location."""
+    if not numba.config.CACHE_DIR:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        numba.config.CACHE_DIR = os.path.join(base, "mbgpu", "numba")
+
+
+_cache_in_user_folder()
 _JIT = dict(cache=True, nogil=True)
 LOG2 = math.log(2.0)
 

@@ -1,6 +1,5 @@
 """Fixtures of the alignment tests: the NW oracle pairs from ../shared/data/aux/nw."""
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -10,11 +9,9 @@ from mbgpu.align.matrices import blosum62
 
 
 @pytest.fixture(scope="session")
-def nw_dir(request):
-    """The oracle folder; $MBGPU_NW_ORACLE points at a copy where ../shared is absent (GPU machines)."""
-    if os.environ.get("MBGPU_NW_ORACLE"):
-        return Path(os.environ["MBGPU_NW_ORACLE"])
-    return request.getfixturevalue("shared_data") / "aux" / "nw"
+def nw_dir(shared_data) -> Path:
+    """The oracle folder (../shared/data/aux/nw; MBGPU_SHARED points at a copy of shared/ elsewhere)."""
+    return shared_data / "aux" / "nw"
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,8 @@ MrBayes, or refused with `file:line:col: error: ... is not supported yet`. Nothi
 ignored: a new option fails here until it is given evidence or `supported=` in the table.
 """
 import ast
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from mbgpu.commands.params import Choice, Divisions, Float, Int, Numbers, Prior, Text
 from mbgpu.commands.table import build_table
 from mbgpu.errors import NotImplementedYet
+from tests.conftest import TEST_DATA
 from tests.helpers import DNA4, interp_for
 
 TESTS = Path(__file__).resolve().parent.parent
@@ -215,25 +218,6 @@ def _heat_table(text: str) -> list[str]:
     return [l for l in lines[start:lines.index("Heat = 1 / (1 + T * (ID - 1))", start) + 2] if l]
 
 
-def test_temp_sets_the_heats_as_mrbayes_does(mb, tmp_path, monkeypatch):
-    """mcmc temp=0.25 nchains=4: the end-of-run heat table equals MrBayes' (heat = 1 / (1 + T (ID - 1)))."""
-    import shutil
-    import subprocess
-
-    from tests.conftest import TEST_DATA
-
-    block = ("begin mrbayes; set autoclose=yes nowarn=yes seed=1 swapseed=1; execute primates.nex;\n"
-             " mcmc ngen=20 nruns=1 nchains=4 temp=0.25 samplefreq=10 printfreq=10 filename=%s; end;\n")
-    shutil.copy(TEST_DATA / "primates.nex", tmp_path)
-    (tmp_path / "mb.nex").write_text("#NEXUS\n" + block % "theirs")
-    done = subprocess.run([str(mb), "mb.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-1500:]
-    monkeypatch.chdir(tmp_path)
-    ours = interp_for("#NEXUS\n" + block % "ours", tmp_path, "ours.nex").console.stream.getvalue()
-    assert _heat_table(ours) == _heat_table(done.stdout)
-    assert "0.67" in " ".join(_heat_table(ours))       # chain 3: 1 / (1 + 0.25 * 2)
-
-
 def _swap_attempts(text: str) -> int:
     """The sum of the lower diagonal of the 'Chain swap information' table: swap attempts made."""
     lines = text.splitlines()
@@ -246,19 +230,26 @@ def _swap_attempts(text: str) -> int:
     return total
 
 
-def test_swapfreq_and_nswaps_make_as_many_swap_attempts_as_mrbayes(mb, tmp_path, monkeypatch):
-    """swapfreq=2 nswaps=3 over 40 generations: 60 attempts in MrBayes' swap table and in ours."""
-    import shutil
-    import subprocess
-
-    from tests.conftest import TEST_DATA
-
+def _screens(mb, tmp_path, monkeypatch, mcmc: str) -> tuple[str, str]:
+    """(MrBayes' screen, mbgpu's) for the same primates run; `mcmc` holds the options under test."""
     block = ("begin mrbayes; set autoclose=yes nowarn=yes seed=1 swapseed=1; execute primates.nex;\n"
-             " mcmc ngen=40 nruns=1 nchains=3 swapfreq=2 nswaps=3 samplefreq=10 printfreq=10 filename=%s; end;\n")
+             " mcmc ngen=%s samplefreq=10 printfreq=10 filename=%%s; end;\n" % mcmc)
     shutil.copy(TEST_DATA / "primates.nex", tmp_path)
     (tmp_path / "mb.nex").write_text("#NEXUS\n" + block % "theirs")
     done = subprocess.run([str(mb), "mb.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-1500:]
     monkeypatch.chdir(tmp_path)
-    ours = interp_for("#NEXUS\n" + block % "ours", tmp_path, "ours.nex").console.stream.getvalue()
-    assert _swap_attempts(ours) == _swap_attempts(done.stdout) == 60
+    return done.stdout, interp_for("#NEXUS\n" + block % "ours", tmp_path, "ours.nex").console.stream.getvalue()
+
+
+def test_temp_sets_the_heats_as_mrbayes_does(mb, tmp_path, monkeypatch):
+    """mcmc temp=0.25 nchains=4: the end-of-run heat table equals MrBayes' (heat = 1 / (1 + T (ID - 1)))."""
+    theirs, ours = _screens(mb, tmp_path, monkeypatch, "20 nruns=1 nchains=4 temp=0.25")
+    assert _heat_table(ours) == _heat_table(theirs)
+    assert "0.67" in " ".join(_heat_table(ours))       # chain 3: 1 / (1 + 0.25 * 2)
+
+
+def test_swapfreq_and_nswaps_make_as_many_swap_attempts_as_mrbayes(mb, tmp_path, monkeypatch):
+    """swapfreq=2 nswaps=3 over 40 generations: 60 attempts in MrBayes' swap table and in ours."""
+    theirs, ours = _screens(mb, tmp_path, monkeypatch, "40 nruns=1 nchains=3 swapfreq=2 nswaps=3")
+    assert _swap_attempts(ours) == _swap_attempts(theirs) == 60

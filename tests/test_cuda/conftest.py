@@ -1,6 +1,5 @@
 """Fixtures of the CUDA likelihood tests: the oracle folder and the oracle CASES table of test_likelihood."""
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
@@ -9,11 +8,9 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="session")
-def oracle_dir(request) -> Path:
-    """The likelihood oracles; $MBGPU_SHARED_DATA points at a copy of ../shared/data where it is absent."""
-    if os.environ.get("MBGPU_SHARED_DATA"):
-        return Path(os.environ["MBGPU_SHARED_DATA"]) / "oracles"
-    return request.getfixturevalue("shared_data") / "oracles"
+def oracle_dir(shared_data) -> Path:
+    """The likelihood oracles, ../shared/data/oracles (MBGPU_SHARED points at a copy of shared/ elsewhere)."""
+    return shared_data / "oracles"
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,4 @@
 """Fixtures of the grid tests: the AutoGrid oracle folder and its parsed inputs."""
-import os
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +14,9 @@ ORACLE_MAPS = {"sm": ("hsg1_sm.gpf", "hsg1_sm.e.map"),
 
 
 @pytest.fixture(scope="session")
-def grid_dir(request) -> Path:
-    """The AutoGrid oracle folder: $MBGPU_GRID_DATA if set, else ../shared/data/aux/grid."""
-    env = os.environ.get("MBGPU_GRID_DATA")
-    path = Path(env) if env else request.getfixturevalue("shared_data") / "aux" / "grid"
+def grid_dir(shared_data) -> Path:
+    """The AutoGrid oracle folder, ../shared/data/aux/grid (MBGPU_SHARED points at a copy elsewhere)."""
+    path = shared_data / "aux" / "grid"
     if not path.is_dir():
         pytest.skip("aux/grid oracle data is absent")
     return path

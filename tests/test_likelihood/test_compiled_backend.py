@@ -193,3 +193,27 @@ def test_oracle_log_likelihoods_through_the_compiled_backend(shared_data, monkey
         assert all(isinstance(p.backend, CompiledBackend) for p in partitions)
         got = total_log_likelihood(partitions, tree)
         assert got == pytest.approx(expected, abs=1e-9 * abs(expected) + 1e-8, rel=0), (name, got, expected)
+
+
+def test_numba_cache_goes_to_the_user_cache_folder_not_the_install(tmp_path):
+    """A fresh process: the compiled kernels are cached under $XDG_CACHE_HOME/mbgpu/numba and nothing is
+    written beside the installed module (leftovers there shadow a later editable install)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import mbgpu.likelihood
+
+    pkg = Path(mbgpu.likelihood.__file__).parent
+    before = {p.name for p in pkg.rglob("*.nb[ic]")}
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    code = ("import numpy as np\n"
+            "from mbgpu.likelihood.compiled_backend import CompiledBackend\n"
+            "from mbgpu.likelihood.protocol import InstanceSpec\n"
+            "b = CompiledBackend(InstanceSpec(3, 2, 5, 4, 1, 4, 2), threads=1)\n"
+            "b.update_partials(np.array([[3, -1, -1, 0, 0, 1, 1]], dtype=np.int64))\n")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
+    assert list((tmp_path / "mbgpu" / "numba").rglob("*.nbi"))
+    assert {p.name for p in pkg.rglob("*.nb[ic]")} == before

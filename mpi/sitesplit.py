@@ -45,7 +45,7 @@ class SplitBackend:
     def __getattr__(self, name):
         target = getattr(self.__dict__["inner"], name)   # AttributeError when the inner backend lacks it
         if name in ("batch_fetch", "root_log_likelihoods"):
-            return lambda *args, **kwargs: self._sum_each(target(*args, **kwargs))
+            return lambda *args, **kwargs: self.sum_each(target(*args, **kwargs))
         return target
 
     def set_tip_states(self, tip: int, states: np.ndarray) -> None:
@@ -69,7 +69,7 @@ class SplitBackend:
         mine = 0.0 if self.empty else float(self.inner.root_log_likelihood(*args, **kwargs))
         return _exact_sum(self.group.allgather(mine))
 
-    def _sum_each(self, values) -> list[float]:
+    def sum_each(self, values) -> list[float]:
         """Many root log likelihoods at once (a batched flush): one allgather for all of them."""
         mine = [0.0 if self.empty else float(v) for v in values]
         parts = self.group.allgather(mine)

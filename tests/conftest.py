@@ -103,3 +103,12 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip("../shared/data is not beside the checkout")
     return path
+
+
+@pytest.fixture
+def interpreted(monkeypatch):
+    """Runs in this test take the interpreted chain step, not the compiled core (mbgpu.core): for tests
+    that compare the interpreted sampler's own variants (per-chain, batched, pipelined) byte for byte."""
+    import mbgpu.sampler.batch_step as batch_step
+
+    monkeypatch.setattr(batch_step, "core_for", lambda chains: None)

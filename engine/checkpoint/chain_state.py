@@ -1,7 +1,8 @@
 """One chain's state as a flat dict of arrays and strings, and its exact restoration.
 
 Stored: the tree (parent array, branch lengths), parameter values, lnL/lnPr/best lnL, each partition's
-lnL, the random stream's full bit-generator state, and every move's tuning and counters. Likelihood
+lnL, the random stream's full bit-generator state (and the compiled core's xoshiro state once the core
+has stepped the chain), and every move's tuning and counters. Likelihood
 caches are not stored: `restore_chain` rebuilds them from the tree and values and checks that the
 recomputed lnL equals the stored one; the stored numbers are the ones that continue, so the output
 of a continued run is byte-identical to an uninterrupted one.
@@ -63,6 +64,7 @@ def capture_chain(chain) -> dict:
         "scores": np.array([chain.lnl, chain.lnpr, chain.best_lnl], dtype=np.float64),
         "part_lnl": np.array([p.inc.lnl for p in chain.parts], dtype=np.float64),
         "rng": rng_json(chain.rng),
+        "core_rng": np.zeros(0, np.uint64) if chain.core_rng is None else np.array(chain.core_rng, np.uint64),
         "move_names": json.dumps([m.name for m in moves]),
         "move_counts": np.array([[m.counts[k] for k in COUNT_KEYS] for m in moves], dtype=np.int64),
         "move_last_rate": np.array([np.nan if x is None else x for x in last], dtype=np.float64),
@@ -85,6 +87,8 @@ def restore_chain(chain, st: dict, where: str) -> None:
     chain.tree = Tree(chain.tree.n_tips, st["parent"].astype(np.int64), st["brlen"].astype(np.float64))
     chain.lnl, chain.lnpr, chain.best_lnl = (float(x) for x in st["scores"])
     set_rng(chain.rng, st["rng"])
+    core = st.get("core_rng")                 # the compiled core's stream (mbgpu.core.rng), when it ran
+    chain.core_rng = None if core is None or np.size(core) == 0 else np.array(core, dtype=np.uint64)
     tunings = json.loads(st["move_tuning"])
     for m, counts, last, tun in zip(chain.moves, st["move_counts"].tolist(), st["move_last_rate"].tolist(),
                                     tunings):

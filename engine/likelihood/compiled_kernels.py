@@ -20,26 +20,16 @@ read with category stride 0). Four-state variants are unrolled by hand.
 from __future__ import annotations
 
 import math
-import os
 
 import numba
 import numpy as np
 
-
-def _cache_in_user_folder() -> None:
-    """numba's `cache=True` writes next to this module by default, i.e. into the install: a read-only
-    site-packages gets no cache, and an uninstall leaves the files behind (an `mbgpu/` folder that
-    shadows a later editable install). Unless the user set NUMBA_CACHE_DIR, compiled kernels go to
-    $XDG_CACHE_HOME/mbgpu/numba (~/.cache/mbgpu/numba). Set before the kernels below are decorated,
-    which is when numba picks the cache location."""
-    if not numba.config.CACHE_DIR:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        numba.config.CACHE_DIR = os.path.join(base, "mbgpu", "numba")
+from mbgpu.jit import JIT_OPTIONS
 
 
-_cache_in_user_folder()
-_JIT = dict(cache=True, nogil=True)
+_JIT = JIT_OPTIONS
 LOG2 = math.log(2.0)
+RESCALE_BELOW = 2.0 ** -64     # patterns whose largest partial is smaller get rescaled
 
 
 # ---------------------------------------------------------------------------- node classes, any S
@@ -199,6 +189,30 @@ def rescale_write(dest, scale_row, p0, p1):
 
 
 @numba.njit(**_JIT)
+def rescale_where_needed(dest, scale_row, p0, p1):
+    """Rescale each pattern whose largest entry is below RESCALE_BELOW by a power of two that brings it
+    into [0.5, 1) (exact: no rounding), storing the log of the factor; other patterns store 0. Every
+    node is rescaled where needed, so no partial underflows, and the costly log per pattern and node
+    of always rescaling is saved (the result equals the always-rescaled one to rounding)."""
+    n_cat, _, n_states = dest.shape
+    for p in range(p0, p1):
+        largest = dest[0, p, 0]
+        for c in range(n_cat):
+            for i in range(n_states):
+                if dest[c, p, i] > largest:
+                    largest = dest[c, p, i]
+        if largest >= RESCALE_BELOW or largest <= 0.0:
+            scale_row[p] = 0.0
+            continue
+        _m, e = math.frexp(largest)
+        f = math.ldexp(1.0, -e)
+        for c in range(n_cat):
+            for i in range(n_states):
+                dest[c, p, i] *= f
+        scale_row[p] = e * LOG2
+
+
+@numba.njit(**_JIT)
 def rescale_read(dest, scale_row, p0, p1):
     """Divide each pattern by an existing factor: dest *= exp(-scale)."""
     n_cat, _, n_states = dest.shape
@@ -219,8 +233,10 @@ def _child(b, n_tips, partials, tip_slot, tip_partials):
 
 
 @numba.njit(**_JIT)
-def ops_block(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, p0, p1):
-    """Every operation of `ops`, in order, on patterns [p0, p1)."""
+def ops_block(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, p0, p1, lazy):
+    """Every operation of `ops`, in order, on patterns [p0, p1); `lazy`: a written scale buffer holds
+    factors only where needed (rescale_where_needed), else every pattern is rescaled (rescale_write,
+    the protocol's semantics, which the numpy reference and the GPU share)."""
     n_states = partials.shape[3]
     four = n_states == 4
     work = np.empty((3, max(n_states + 1, 2), n_states))     # two transposed matrices, two accumulators
@@ -245,30 +261,34 @@ def ops_block(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale
                 down_0_4(dest, x1, xs1, matrices[m1], x2, xs2, matrices[m2], p0, p1)
             else:
                 down_0(dest, x1, xs1, matrices[m1], x2, xs2, matrices[m2], p0, p1, work)
-        if sw >= 0:
+        if sw >= 0 and lazy:
+            rescale_where_needed(dest, scale[sw], p0, p1)
+        elif sw >= 0:
             rescale_write(dest, scale[sw], p0, p1)
         elif sr >= 0:
             rescale_read(dest, scale[sr], p0, p1)
 
 
 @numba.njit(**_JIT)
-def update_partials_serial(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, block):
+def update_partials_serial(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, block,
+                           lazy=False):
     """All operations, block of patterns by block of patterns, on the calling thread."""
     n_patterns = partials.shape[2]
     n_blocks = (n_patterns + block - 1) // block
     for k in range(n_blocks):
         ops_block(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips,
-                  k * block, min(n_patterns, (k + 1) * block))
+                  k * block, min(n_patterns, (k + 1) * block), lazy)
 
 
 @numba.njit(parallel=True, **_JIT)
-def update_partials_parallel(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, block):
+def update_partials_parallel(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, block,
+                             lazy=False):
     """As update_partials_serial with the blocks spread over numba's threads (numba.set_num_threads)."""
     n_patterns = partials.shape[2]
     n_blocks = (n_patterns + block - 1) // block
     for k in numba.prange(n_blocks):
         ops_block(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips,
-                  k * block, min(n_patterns, (k + 1) * block))
+                  k * block, min(n_patterns, (k + 1) * block), lazy)
 
 
 # ---------------------------------------------------------------------------- scale buffers
@@ -306,41 +326,60 @@ def site_log_likelihoods(root, child_kind, child_states, child_x, child_xs, chil
     """log L_p per pattern into `out`: root partials (times P x child for child_kind 1: compact tip,
     2: partial vector; 0: none), weighted over categories and states, plus log scale, plus +I."""
     n_cat, n_patterns, n_states = root.shape
-    log_var = math.log1p(-pinvar) if pinvar > 0.0 else 0.0
-    tx = np.empty((n_cat, n_states, n_states))            # the child's matrices, transposed
+    site = np.zeros(n_patterns)
     for c in range(n_cat):
-        transpose_into(child_matrix[c], tx[c])
-    acc = np.empty(n_states)
+        _root_category(root[c], child_kind, child_states, child_x[c * child_xs], child_matrix[c], freqs,
+                       weights[c], site)
+    log_var = math.log1p(-pinvar) if pinvar > 0.0 else 0.0
     for p in range(n_patterns):
-        site = 0.0
-        for c in range(n_cat):
-            if child_kind == 2:
-                acc[:] = 0.0
-                xc = child_x[c * child_xs]
-                for j in range(n_states):
-                    y = xc[p, j]
-                    for i in range(n_states):
-                        acc[i] += tx[c, j, i] * y
-            elif child_kind == 1 and child_states[p] < n_states:
-                a = child_states[p]
-                for i in range(n_states):
-                    acc[i] = child_matrix[c, i, a]
-            else:
-                acc[:] = 1.0
-            total = 0.0
-            for i in range(n_states):
-                total += root[c, p, i] * acc[i] * freqs[i]
-            site += weights[c] * total
-        ln = math.log(site) if site > 0.0 else -math.inf
-        if use_scale:
-            ln += scale_row[p]
+        x = site[p]
+        scale = scale_row[p] if use_scale else 0.0
+        inv = 0.0
         if pinvar > 0.0:
-            inv = 0.0
             for i in range(n_states):
                 inv += compat[p, i] * freqs[i]
-            inv_ln = math.log(pinvar * inv) if inv > 0.0 else -math.inf
-            ln = _logaddexp(ln + log_var, inv_ln)
-        out[p] = ln
+        if inv <= 0.0:                            # no invariant term: the usual case
+            out[p] = (math.log(x) if x > 0.0 else -math.inf) + scale + log_var
+        elif -scale < 600.0:                      # exp(-scale) is finite: add in linear space
+            out[p] = scale + math.log((1.0 - pinvar) * x + pinvar * inv * math.exp(-scale))
+        else:
+            ln = (math.log(x) if x > 0.0 else -math.inf) + scale
+            out[p] = _logaddexp(ln + log_var, math.log(pinvar * inv))
+
+
+@numba.njit(**_JIT)
+def _root_category(r, child_kind, child_states, x, m, freqs, w, site):
+    """site[p] += w sum_i freqs[i] r[p, i] (P x)[p, i] for one category (x: the child's vectors)."""
+    n_patterns, n_states = r.shape
+    if n_states == 4 and child_kind == 2:
+        f0, f1, f2, f3 = w * freqs[0], w * freqs[1], w * freqs[2], w * freqs[3]
+        a00, a01, a02, a03 = m[0, 0], m[0, 1], m[0, 2], m[0, 3]
+        a10, a11, a12, a13 = m[1, 0], m[1, 1], m[1, 2], m[1, 3]
+        a20, a21, a22, a23 = m[2, 0], m[2, 1], m[2, 2], m[2, 3]
+        a30, a31, a32, a33 = m[3, 0], m[3, 1], m[3, 2], m[3, 3]
+        for p in range(n_patterns):
+            y0, y1, y2, y3 = x[p, 0], x[p, 1], x[p, 2], x[p, 3]
+            site[p] += (f0 * r[p, 0] * (a00 * y0 + a01 * y1 + a02 * y2 + a03 * y3)
+                        + f1 * r[p, 1] * (a10 * y0 + a11 * y1 + a12 * y2 + a13 * y3)
+                        + f2 * r[p, 2] * (a20 * y0 + a21 * y1 + a22 * y2 + a23 * y3)
+                        + f3 * r[p, 3] * (a30 * y0 + a31 * y1 + a32 * y2 + a33 * y3))
+        return
+    for p in range(n_patterns):
+        total = 0.0
+        if child_kind == 2:
+            for i in range(n_states):
+                a = 0.0
+                for j in range(n_states):
+                    a += m[i, j] * x[p, j]
+                total += freqs[i] * r[p, i] * a
+        elif child_kind == 1 and child_states[p] < n_states:
+            k = child_states[p]
+            for i in range(n_states):
+                total += freqs[i] * r[p, i] * m[i, k]
+        else:
+            for i in range(n_states):
+                total += freqs[i] * r[p, i]
+        site[p] += w * total
 
 
 @numba.njit(**_JIT)

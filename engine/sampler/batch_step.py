@@ -17,6 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from mbgpu.core.stepper import CoreStepper, unsupported
 from mbgpu.errors import CommandError
 from mbgpu.likelihood.batched import LaneJob, SharedInstance
 from mbgpu.likelihood.protocol import NONE
@@ -289,6 +290,19 @@ def pipeline_groups(env=None) -> int:
     return int(value)
 
 
+def core_for(chains):
+    """The compiled core (mbgpu.core.stepper) stepping `chains`, built at their first generation; None
+    when it cannot run them (the reason is kept on the first chain) and the interpreted step does."""
+    first = chains[0]
+    if first._core is not None:
+        return first._core[0]
+    if getattr(first, "core_refused", None) is None:
+        first.core_refused = unsupported(chains) or ""
+        if not first.core_refused:
+            return CoreStepper(chains)
+    return None
+
+
 def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
     """One generation of every chain: propose, evaluate, decide (each chain's draws in the usual order).
 
@@ -302,6 +316,10 @@ def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
 
     chains = [c for run in runs for c in run]
     heats = [heat(rank[pos], opts.temp) for run, rank in zip(runs, ranks) for pos in range(len(run))]
+    core = core_for(chains)
+    if core is not None:
+        core.step(np.array(heats), opts.tunefreq, opts.autotune)
+        return
     k = max(1, min(groups or pipeline_groups(), len(chains)))
     bounds = [len(chains) * g // k for g in range(k + 1)]
     pending, tickets = [], []

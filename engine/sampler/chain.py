@@ -50,6 +50,7 @@ class Chain:
     def __init__(self, run: int, index: int, rng, tree: Tree, values: list, parts: list[PartSlot], moves: list,
                  prior_fn, ctx: TreeContext, params, models: ModelCache):
         self.run, self.index, self.rng = run, index, rng
+        self._core, self.stale, self.core_rng = None, False, None
         self.tree, self.values = tree, [np.array(v, dtype=np.float64) for v in values]
         self.parts, self.moves, self.prior_fn, self.ctx = parts, moves, prior_fn, ctx
         self.params, self.models = params, models
@@ -60,6 +61,51 @@ class Chain:
         self.lnl = self._initial_lnl()
         self.lnpr = prior_fn(tree, self.values)
         self.best_lnl = self.lnl
+
+    # -- state, possibly held by the compiled core (mbgpu.core.stepper) ---------------------------
+    def attach_core(self, stepper, slot: int) -> None:
+        """From now on `stepper` steps this chain (its row `slot`); reads pull the state back."""
+        self._core = (stepper, slot)
+
+    def pull(self) -> None:
+        """Bring tree, values, moves and random state up to date from the core (after its steps)."""
+        if self.stale:
+            self.stale = False
+            stepper, slot = self._core
+            stepper.export(slot, self)
+
+    def set_state(self, tree: Tree, values: list) -> None:
+        self._tree, self._values = tree, values
+
+    @property
+    def tree(self) -> Tree:
+        self.pull()
+        return self._tree
+
+    @tree.setter
+    def tree(self, tree: Tree) -> None:
+        assert self._core is None, "the compiled core holds this chain's state"
+        self._tree = tree
+
+    @property
+    def values(self) -> list:
+        self.pull()
+        return self._values
+
+    @values.setter
+    def values(self, values: list) -> None:
+        assert self._core is None, "the compiled core holds this chain's state"
+        self._values = values
+
+    @property
+    def moves(self) -> list:
+        self.pull()
+        return self._moves
+
+    @moves.setter
+    def moves(self, moves: list) -> None:
+        assert self._core is None, "the compiled core holds this chain's state"
+        self._moves = moves
 
     # -- likelihood ------------------------------------------------------------------------
     def _model_of(self, part: PartSlot, values):

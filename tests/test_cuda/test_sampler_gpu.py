@@ -45,7 +45,7 @@ def trace_run(settings, factory, opts):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("sampler", ["batched", "chain", "batched-async"])
-def test_gpu_mcmc_matches_numpy(case, sampler, shared_data, tmp_path, monkeypatch):
+def test_gpu_mcmc_matches_numpy(case, sampler, shared_data, tmp_path, monkeypatch, interpreted):
     """`batched-async`: MBGPU_ASYNC_FLUSH=1 (page-locked flushes, per-flush events, ParsSPR's own stream)."""
     from mbgpu.cuda.backend import backend_factory
     from mbgpu.likelihood.numpy_backend import NumpyBackend

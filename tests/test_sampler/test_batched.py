@@ -86,13 +86,13 @@ def assert_same_files(a, b):
 
 
 @pytest.mark.parametrize("block", [PRIMATES, CYNMIX], ids=["primates", "cynmix-partitioned-mkv"])
-def test_batched_files_equal_per_chain_files(tmp_path, monkeypatch, block):
+def test_batched_files_equal_per_chain_files(tmp_path, monkeypatch, block, interpreted):
     run_block(tmp_path / "chain", block, monkeypatch, "chain")
     run_block(tmp_path / "batched", block, monkeypatch, "batched")
     assert_same_files(tmp_path / "chain", tmp_path / "batched")
 
 
-def test_batched_flush_path_equals_per_chain(tmp_path, monkeypatch):
+def test_batched_flush_path_equals_per_chain(tmp_path, monkeypatch, interpreted):
     """The one-flush-for-all-chains path (as on the GPU) on numpy: same files as chain by chain."""
     import mbgpu.likelihood.select as select
 
@@ -130,7 +130,7 @@ def test_lane_layout_matches_chain_slots():
 
 
 @pytest.mark.parametrize("groups", ["2", "3"])
-def test_pipeline_groups_do_not_change_the_output(tmp_path, monkeypatch, groups):
+def test_pipeline_groups_do_not_change_the_output(tmp_path, monkeypatch, groups, interpreted):
     run_block(tmp_path / "one", PRIMATES, monkeypatch, "batched")
     monkeypatch.setenv("MBGPU_PIPELINE", groups)
     run_block(tmp_path / "other", PRIMATES, monkeypatch, "batched")

@@ -15,7 +15,7 @@ def test_move_draw_is_generator_choice():
         assert int(a.choice(p.size, p=p)) == int(cdf.searchsorted(b.random(), side="right"))
 
 
-def test_cached_prior_equals_full_prior_every_step(tmp_path, monkeypatch):
+def test_cached_prior_equals_full_prior_every_step(tmp_path, monkeypatch, interpreted):
     """After every step of a run with tree and parameter moves (partitioned, several free parameters),
     the chain's log prior is exactly prior_fn(tree, values)."""
     checked = []

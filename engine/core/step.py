@@ -1,0 +1,152 @@
+"""One generation of every chain, compiled: `propose_all` (a move per chain, into scratch copies of the
+state), then the caller evaluates models and likelihoods, then `decide_all` (prior, Metropolis-Hastings
+at each chain's heat, counters and autotuning as MrBayes).
+
+State arrays (C chains, N nodes, T parameter values), current and proposed (`_p`): tree `parent`,
+`kids`, `brlen` (mbgpu.core.trees), `theta` (mbgpu.core.layout.ParamLayout). Per chain: `rng`
+(mbgpu.core.rng), `lnl`, `lnpr`, `best`, the prior's branch-length term `brl` and parameter terms
+`pterm[C, K]`. Per proposal: `move_of[c]`, `log_h[c]` (-inf: aborted, nothing to evaluate) and
+`moved[c]` (the parameter a parameter move changed, -1 for a tree move).
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+
+from mbgpu.core import layout as L
+from mbgpu.core.branch_moves import autotune_multiplier, branch_multiplier, node_slider, tree_length_multiplier
+from mbgpu.core.param_moves import dirichlet_move, log_multiplier, pinvar_slider, simplex_slider, tune_param
+from mbgpu.core.pars_spr import pars_spr
+from mbgpu.core.prior import brlens_log_prior
+from mbgpu.core.rng import pick, uniform
+from mbgpu.core.tree_moves import ext_spr, ext_tbr, nni
+from mbgpu.core.trees import sort_kids
+from mbgpu.jit import JIT_OPTIONS
+
+
+@numba.njit(**JIT_OPTIONS)
+def _propose_param(kind, s, x, tuning, scale, lo, hi):
+    if kind == L.DIRICHLET:
+        return dirichlet_move(s, x, tuning[0], scale)
+    if kind == L.SLIDER:
+        return simplex_slider(s, x, tuning[0], scale)
+    if kind == L.MULTIPLIER:
+        return log_multiplier(s, x, tuning[0], lo, hi)
+    return pinvar_slider(s, x, tuning[0])
+
+
+@numba.njit(**JIT_OPTIONS)
+def _propose_tree(kind, parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, pars):
+    if kind == L.EXT_SPR:
+        return ext_spr(parent, kids, brlen, n_tips, s, tuning, lo, hi)
+    if kind == L.EXT_TBR:
+        return ext_tbr(parent, kids, brlen, n_tips, s, tuning, lo, hi)
+    if kind == L.NNI:
+        return nni(parent, kids, brlen, n_tips, s)
+    if kind == L.PARS_SPR:
+        return pars_spr(parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, *pars)
+    if kind == L.BRANCH_MULTIPLIER:
+        return branch_multiplier(parent, kids, brlen, n_tips, s, tuning[0], lo, hi)
+    if kind == L.NODE_SLIDER:
+        return node_slider(parent, kids, brlen, n_tips, s, tuning[0], lo, hi, anchor)
+    return tree_length_multiplier(parent, kids, brlen, n_tips, s, tuning[0], lo, hi)
+
+
+@numba.njit(**JIT_OPTIONS)
+def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
+                bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved):
+    """Each chain: copy its state into the proposal arrays, pick a move by weight and propose."""
+    for c in range(parent.shape[0]):
+        parent_p[c, :] = parent[c, :]
+        kids_p[c, :, :] = kids[c, :, :]
+        brlen_p[c, :] = brlen[c, :]
+        theta_p[c, :] = theta[c, :]
+        s = rng[c]
+        m = pick(s, cdf)
+        move_of[c] = m
+        k = mparam[m]
+        moved[c] = k
+        if k >= 0:
+            x = theta_p[c, off[k]:off[k + 1]]
+            log_h[c] = _propose_param(mkind[m], s, x, tuning[c, m], scale[m, :x.shape[0]], bounds[m, 0],
+                                      bounds[m, 1])
+        else:
+            log_h[c] = _propose_tree(mkind[m], parent_p[c], kids_p[c], brlen_p[c], n_tips, s, tuning[c, m],
+                                     lo, hi, anchor, pars)
+            sort_kids(kids_p[c])       # states keep children in order (trees.sort_kids says why)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _record(c, m, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target,
+            is_alpha, mparam):
+    """MrBayes' counters and, every `tunefreq` tries, autotuning toward the move's target rate."""
+    cnt = counts[c, m]
+    cnt[0] += 1
+    cnt[2] += 1
+    if accepted:
+        cnt[1] += 1
+        cnt[3] += 1
+    if cnt[2] < tunefreq:
+        return
+    rate = cnt[3] / cnt[2]
+    cnt[4] += 1
+    cnt[2] = 0
+    cnt[3] = 0
+    last_rate[c, m] = rate
+    t = tuned[m]
+    if not autotune or t < 0:
+        return
+    if mparam[m] >= 0:
+        tuning[c, m, t] = tune_param(tuning[c, m, t], rate, target[m], cnt[4], is_alpha[m])
+    else:
+        tree_batches[c, m] += 1
+        tuning[c, m, t] = autotune_multiplier(tuning[c, m, t], rate, target[m], tree_batches[c, m])
+
+
+@numba.njit(**JIT_OPTIONS)
+def decide_all(rng, heat, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, n_tips, brl_kind,
+               brl_args, topology, lnl, lnpr, best, brl, pterm, pterm_new, div_lnl, div_lnl_p, todo, move_of,
+               log_h, moved, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target,
+               is_alpha, mparam):
+    """Each chain: the proposal's log prior and likelihood, accept or reject, count and tune.
+    Returns -1, or the first chain whose proposal has a NaN or +inf log likelihood (an error)."""
+    n_div = div_lnl.shape[0]
+    for c in range(parent.shape[0]):
+        m = move_of[c]
+        accepted[c] = False
+        if log_h[c] == -math.inf:
+            _record(c, m, False, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target,
+                    is_alpha, mparam)
+            continue
+        new_sum, old_sum = 0.0, 0.0
+        for d in range(n_div):
+            if todo[d, c] != 0:
+                new_sum += div_lnl_p[d, c]
+                old_sum += div_lnl[d, c]
+        new_lnl = lnl[c] + new_sum - old_sum
+        if math.isnan(new_lnl) or new_lnl == math.inf:
+            return c
+        k = moved[c]
+        new_brl = brl[c] if k >= 0 else brlens_log_prior(brl_kind, brl_args, parent_p[c], brlen_p[c], n_tips)
+        new_lnpr = new_brl + topology
+        for j in range(pterm.shape[1]):
+            new_lnpr += pterm_new[c] if j == k else pterm[c, j]
+        log_r = heat[c] * ((new_lnl - lnl[c]) + (new_lnpr - lnpr[c])) + log_h[c]
+        ok = new_lnl > -math.inf and new_lnpr > -math.inf
+        if ok and log_r < 0.0:
+            ok = math.log(uniform(rng[c])) < log_r
+        accepted[c] = ok
+        if ok:
+            parent[c, :] = parent_p[c, :]
+            kids[c, :, :] = kids_p[c, :, :]
+            brlen[c, :] = brlen_p[c, :]
+            theta[c, :] = theta_p[c, :]
+            lnl[c], lnpr[c], brl[c] = new_lnl, new_lnpr, new_brl
+            if k >= 0:
+                pterm[c, k] = pterm_new[c]
+            if new_lnl > best[c]:
+                best[c] = new_lnl
+        _record(c, m, ok, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target, is_alpha,
+                mparam)
+    return -1

@@ -1,0 +1,153 @@
+"""The compiled core driving the chains of one process: their state moves into arrays at the first
+generation, and every generation is `propose_all`, models for the chains whose parameter moves
+changed one (host code, rare), a compiled likelihood per pattern set, and `decide_all`.
+
+The chain objects (mbgpu.sampler.chain.Chain) stay what the loop, the output, the swaps and the
+checkpoints read: their scores are written every generation; their tree, values, moves and random
+state are written back when read (`Chain.pull`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mbgpu.core import trees as T
+from mbgpu.core.division import PROP, DivisionArrays, host_buffers
+from mbgpu.core.layout import MoveTable, ParamLayout, unsupported_move
+from mbgpu.core.pars_spr import prepare_pars_data
+from mbgpu.core.prior import brlens_log_prior, brlens_table
+from mbgpu.core.step import decide_all, propose_all
+from mbgpu.errors import ModelError
+from mbgpu.moves.base import brlen_bounds
+from mbgpu.sampler.model_state import rate_multiplier, spec_with_values
+
+
+def unsupported(chains) -> str | None:
+    """Why the compiled core cannot step these chains (None: it can)."""
+    first = chains[0]
+    for part in first.parts:
+        inc = part.inc
+        shared = getattr(inc, "shared", None)         # a lane of a batched instance (batch_step.LanePartition)
+        if shared is None or host_buffers(shared.backend) is None:
+            return "a likelihood that is not in host memory"
+        if inc._mkv is not None:
+            return "coding=variable"
+    for mv in first.moves:
+        why = unsupported_move(mv)
+        if why:
+            return why
+    if brlens_table(first.prior_fn.brlenspr, first.tree.n_tips) is None:
+        return "this branch-length prior"
+    return None
+
+
+class CoreStepper:
+    """The compiled state of `chains` (one process' chains, in a fixed order) and their generations."""
+
+    def __init__(self, chains):
+        self.chains = chains
+        first = chains[0]
+        self.n_tips = first.tree.n_tips
+        self.params, self.prior_fn = first.params, first.prior_fn
+        self.layout = ParamLayout(self.params)
+        self.trees = T.ChainTrees([ch.tree for ch in chains])
+        self.theta = np.stack([self.layout.pack(ch.values) for ch in chains])
+        self.theta_p = self.theta.copy()
+        self.moves = MoveTable(chains, self.layout)
+        self.rng = np.stack([_stream(ch) for ch in chains])
+        ctx = first.ctx
+        self.lo, self.hi = brlen_bounds(ctx.brlens_prior)
+        self.anchor = int(ctx.anchor)
+        self.pars = prepare_pars_data(ctx.pattern_masks, ctx.n_states, ctx.rate_mults, n_tips=self.n_tips)
+        self.brl_kind, self.brl_args = brlens_table(self.prior_fn.brlenspr, self.n_tips)
+        self.topology = float(self.prior_fn.topology(self.n_tips))
+        n = len(chains)
+        self.lnl = np.array([ch.lnl for ch in chains])
+        self.lnpr = np.array([ch.lnpr for ch in chains])
+        self.best = np.array([ch.best_lnl for ch in chains])
+        self.brl = np.array([brlens_log_prior(self.brl_kind, self.brl_args, self.trees.parent[c],
+                                              self.trees.brlen[c], self.n_tips) for c in range(n)])
+        self.pterm = np.array([self.prior_fn.parameters(ch.values) for ch in chains]).reshape(n, len(self.params))
+        self.pterm_new = np.zeros(n)
+        self.divisions = [DivisionArrays(first.parts[j].inc.shared, [ch.parts[j].inc for ch in chains])
+                          for j in range(len(first.parts))]
+        self.div_lnl = np.array([d.lnl for d in self.divisions]).reshape(len(self.divisions), n)
+        self.div_lnl_p = self.div_lnl.copy()
+        self.todo = np.zeros((len(self.divisions), n), dtype=np.int8)
+        for j, d in enumerate(self.divisions):            # one home: the divisions see rows of these
+            d.lnl, d.lnl_p, d.todo = self.div_lnl[j], self.div_lnl_p[j], self.todo[j]
+            d.refresh(self.trees)
+        self.touches = [[j for j, part in enumerate(first.parts) if part.division in p.divisions]
+                        for p in self.params]
+        self.move_of = np.zeros(n, dtype=np.int64)
+        self.log_h = np.zeros(n)
+        self.moved = np.zeros(n, dtype=np.int64)
+        self.accepted = np.zeros(n, dtype=np.bool_)
+        for c, ch in enumerate(chains):
+            ch.attach_core(self, c)
+
+    # -- one generation ------------------------------------------------------------------------
+    def step(self, heats: np.ndarray, tunefreq: int, autotune: bool) -> None:
+        t, mv = self.trees, self.moves
+        propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p, self.theta_p,
+                    mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning, self.layout.off, self.n_tips,
+                    self.lo, self.hi, self.anchor, self.pars, self.move_of, self.log_h, self.moved)
+        self._plan()
+        for d in self.divisions:
+            d.evaluate(t)
+        bad = decide_all(self.rng, heats, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
+                         self.theta_p, self.n_tips, self.brl_kind, self.brl_args, self.topology, self.lnl,
+                         self.lnpr, self.best, self.brl, self.pterm, self.pterm_new, self.div_lnl, self.div_lnl_p,
+                         self.todo, self.move_of, self.log_h, self.moved, self.accepted, tunefreq, autotune,
+                         mv.counts, mv.last_rate, mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha,
+                         mv.param)
+        if bad >= 0:
+            ch = self.chains[bad]
+            name = ch.moves[int(self.move_of[bad])].name
+            raise ModelError("a proposal of %s gave a log likelihood that is not a number (run %d, chain %d)"
+                             % (name, ch.run + 1, ch.index + 1))
+        for d in self.divisions:
+            d.keep(self.accepted)
+        for c, ch in enumerate(self.chains):
+            ch.lnl, ch.lnpr, ch.best_lnl = float(self.lnl[c]), float(self.lnpr[c]), float(self.best[c])
+            ch.stale = True
+
+    def _plan(self) -> None:
+        """Which pattern sets each proposal changes; the new models of parameter proposals (host code)."""
+        live = self.log_h != -np.inf
+        tree_move = live & (self.moved < 0)
+        self.todo[:] = 0
+        self.todo[:, tree_move] = 1
+        for c in np.flatnonzero(live & (self.moved >= 0)).tolist():
+            k = int(self.moved[c])
+            ch = self.chains[c]
+            values = self.layout.unpack(self.theta_p[c])
+            self.pterm_new[c] = self.prior_fn.parameter(k, values[k])
+            for j in self.touches[k]:
+                part = ch.parts[j]
+                model = ch.models.get(_spec(part, ch.params, values))
+                mult = rate_multiplier(ch.params, values, part.division, part.fixed_mult)
+                self.divisions[j].set_model(c, PROP, model, mult)
+                self.todo[j, c] = 2
+
+    # -- the chain objects' view ------------------------------------------------------------------
+    def export(self, c: int, ch) -> None:
+        """Chain c's tree, values, partition lnLs, moves and random state into its chain object."""
+        ch.set_state(T.from_arrays(self.n_tips, self.trees.parent[c], self.trees.brlen[c]),
+                     self.layout.unpack(self.theta[c]))
+        for j, part in enumerate(ch.parts):
+            part.inc.lnl = float(self.div_lnl[j, c])
+        self.moves.store(c, ch.moves)
+        ch.core_rng = self.rng[c].copy()
+
+
+def _spec(part, params, values):
+    return spec_with_values(part.spec, params, values, part.division)
+
+
+def _stream(chain) -> np.ndarray:
+    """The chain's core random state: restored from a checkpoint, or seeded from its numpy stream."""
+    saved = getattr(chain, "core_rng", None)
+    if saved is not None:
+        return np.array(saved, dtype=np.uint64)
+    row = chain.rng.integers(1, 2**63, size=4, dtype=np.uint64)
+    return row

@@ -1,11 +1,10 @@
-"""One division's likelihood for every chain at once: compiled pruning into the lanes of a shared
-host-memory instance (mbgpu.likelihood.batched.SharedInstance over a HostBuffers backend).
+"""One pattern set's likelihood for every chain at once, compiled (mbgpu.core.kernels).
 
-The core reuses the buffers the interpreted sampler built and filled (same LaneLayout index
-arithmetic), so its caches start as that sampler left them. Per node and chain it keeps which of
-the two slots holds the current partials/scale (`bslot`) and matrix (`mslot`); a proposal writes the
-other slot of what it changes, as mbgpu.sampler.batch_step.LanePartition does, and the chain's
-decision keeps or drops the flipped slots.
+The core keeps its own buffers, patterns innermost, in blocks per chain: internal node v, slot s,
+chain c has partials and scale row 2(v - n_tips) + s (+ c times the block), the branch above v matrix
+2v + s; a chain's summed scale row follows its node rows. Per node and chain `bslot`/`mslot` say
+which slot is current; a proposal writes the other slot of what it changes and the chain's decision
+keeps or drops the flipped slots. `refresh` fills every chain's buffers for its current state.
 """
 from __future__ import annotations
 
@@ -14,36 +13,36 @@ import numpy as np
 
 from mbgpu.jit import JIT_OPTIONS
 from mbgpu.likelihood.host_buffers import HostBuffers
-from mbgpu.likelihood.compiled_kernels import add_scales, site_log_likelihoods, update_partials_serial, weighted_sum
+from mbgpu.core.kernels import node_update, rescale, root_sites, site_logs
+from mbgpu.likelihood.compiled_kernels import weighted_sum
 
 CUR, PROP = 0, 1          # model rows: the chain's current model and a proposed one
 
 
 class DivisionArrays:
-    """The arrays of one pattern set that the compiled evaluation reads and writes."""
+    """One pattern set's buffers for every chain (pattern-innermost, mbgpu.core.kernels) and the arrays
+    the compiled evaluation reads and writes. The data (compact tip states, ambiguous tips' vectors,
+    pattern weights) come from the interpreted sampler's instance, whose own buffers are released."""
 
     def __init__(self, shared, lane_parts):
         b = host_buffers(shared.backend)
         # a backend holding a slice of the patterns (mbgpu.mpi.sitesplit) sums the group's partial lnLs
         self.sum_each = getattr(shared.backend, "sum_each", None)
-        lay = shared.layout
-        self.n_tips, self.n_nodes = lay.n_tips, lay.n_nodes
-        self.n_part, self.n_mat, self.n_scale = lay.n_part, lay.n_mat, lay.n_scale
-        slot, packed = b._tips() if hasattr(b, "_tips") else _packed_tips(b)
-        self.partials, self.tip_states, self.tip_slot, self.packed = b.partials, b.tip_states, slot, packed
-        self.matrices, self.scale, self.weights = b.matrices, b.scale, b.pattern_weights
+        c, k, s, n_pat = len(lane_parts), b.spec.n_categories, b.spec.n_states, b.spec.n_patterns
+        self.n_tips = n_tips = shared.layout.n_tips
+        self.n_nodes = n = 2 * n_tips - 1
+        self.n_part, self.n_mat, self.n_scale = 2 * (n - n_tips), 2 * n, 2 * (n - n_tips + 1)
+        self.tip_states = b.tip_states
+        self.tip_slot = np.arange(n_tips, dtype=np.int64)          # every tip as a vector (faster kernels)
+        self.tip_x = tip_vectors(b)
+        self.weights = b.pattern_weights
         self.compat = np.ascontiguousarray(b._invariant_site_compat())
-        self.block = int(getattr(b, "block", 1 << 30))
-        c = len(lane_parts)
-        k, s = b.spec.n_categories, b.spec.n_states
-        self.lanes = np.array([p.lane for p in lane_parts], dtype=np.int64)
-        self.bslot = np.zeros((c, self.n_nodes), dtype=np.int8)
-        self.mslot = np.zeros((c, self.n_nodes), dtype=np.int8)
-        for i, p in enumerate(lane_parts):
-            v = np.arange(self.n_nodes)
-            base = np.asarray(p._buf0)
-            self.bslot[i] = np.where(v < self.n_tips, 0, np.asarray(p._buf) - base)
-            self.mslot[i] = np.asarray(p._mat) - np.asarray(p._mat0)
+        self.partials = np.zeros((c * self.n_part, k, s, n_pat))
+        self.matrices = np.zeros((c * self.n_mat, k, s, s))
+        self.scale = np.zeros((c * self.n_scale, n_pat))
+        _release(b)
+        self.bslot = np.zeros((c, n), dtype=np.int8)
+        self.mslot = np.zeros((c, n), dtype=np.int8)
         self.bslot_p, self.mslot_p = self.bslot.copy(), self.mslot.copy()
         self.evals = np.zeros((c, 2, s))
         self.evecs = np.zeros((c, 2, s, s))
@@ -74,11 +73,10 @@ class DivisionArrays:
     def evaluate(self, tree) -> None:
         """Every chain with todo != 0: its proposal's log likelihood into lnl_p (tree: a mbgpu.core.trees.ChainTrees)."""
         evaluate_division(self.todo, tree.parent_p, tree.kids_p, tree.brlen_p, tree.parent, tree.brlen,
-                          self.bslot, self.mslot, self.bslot_p, self.mslot_p, self.lanes, self.n_tips,
-                          self.n_part, self.n_mat, self.n_scale, self.evals, self.evecs, self.einv, self.crates,
-                          self.cweights, self.freqs, self.pinvar, self.mult, self.partials, self.tip_states,
-                          self.tip_slot, self.packed, self.matrices, self.scale, self.weights, self.compat,
-                          self.block, self.lnl_p)
+                          self.bslot, self.mslot, self.bslot_p, self.mslot_p, self.n_tips, self.evals, self.evecs,
+                          self.einv, self.crates, self.cweights, self.freqs, self.pinvar, self.mult, self.partials,
+                          self.tip_states, self.tip_slot, self.tip_x, self.matrices, self.scale, self.weights,
+                          self.compat, self.lnl_p)
         if self.sum_each is not None:
             live = self.todo != 0
             self.lnl_p[live] = self.sum_each(self.lnl_p[live])
@@ -112,14 +110,20 @@ def host_buffers(backend):
     return inner if isinstance(inner, HostBuffers) else None
 
 
-def _packed_tips(b):
-    """(tip slot per tip, packed tip partials) for a HostBuffers backend without its own packing (numpy)."""
-    rows = [tp for tp in b.tip_partials if tp is not None]
-    slot = np.full(b.spec.n_tips, -1, dtype=np.int64)
-    slot[[t for t, tp in enumerate(b.tip_partials) if tp is not None]] = np.arange(len(rows))
-    shape = (1, b.spec.n_patterns, b.spec.n_states)
-    packed = np.stack(rows)[:, None] if rows else np.zeros((1,) + shape)
-    return slot, np.ascontiguousarray(packed)
+def _release(b) -> None:
+    """Drop a host instance's partials, matrices and scale buffers once the core holds its own."""
+    b.partials, b.matrices, b.scale = b.partials[:0], b.matrices[:0], b.scale[:0]
+
+
+def tip_vectors(b) -> np.ndarray:
+    """Every tip as a (1, S, P) vector: its partials, or one-hot / all-ones from its compact states."""
+    n_tips, s, p = b.spec.n_tips, b.spec.n_states, b.spec.n_patterns
+    out = np.empty((n_tips, 1, s, p))
+    eye = np.vstack([np.eye(s), np.ones((1, s))])
+    for t in range(n_tips):
+        rows = b.tip_partials[t] if b.tip_partials[t] is not None else eye[b.tip_states[t]]
+        out[t, 0] = rows.T
+    return out
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -171,25 +175,36 @@ def _postorder_marked(kids, root, mark, n_tips, out):
 
 
 @numba.njit(**JIT_OPTIONS)
-def evaluate_division(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, lanes,
-                      n_tips, n_part, n_mat, n_scale, evals, evecs, einv, crates, cweights, freqs, pinvar, mult,
-                      partials, tip_states, tip_slot, packed, matrices, scale, weights, compat, block, lnl_p):
+def _vector(v, slots, c, n_tips, n_part, partials, tip_slot, tip_x):
+    """(compact, vector array, category stride) of node v as a child, for chain c."""
+    if v >= n_tips:
+        return False, partials[2 * (v - n_tips) + slots[v] + c * n_part], 1
+    if tip_slot[v] < 0:
+        return True, tip_x[0], 0
+    return False, tip_x[tip_slot[v]], 0
+
+
+@numba.njit(**JIT_OPTIONS)
+def evaluate_division(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips,
+                      evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states, tip_slot,
+                      tip_x, matrices, scale, weights, compat, lnl_p):
     """For each chain with todo != 0: flip and recompute what its proposal changed; lnl_p[c] = its ln L.
 
     todo 1: the branches whose length changed get new matrices, the nodes above them and above nodes
     that changed parent get new partials; todo 2 (a new model, row PROP): every branch and node."""
     n_chains, n = parent_p.shape
+    n_states, n_patterns = partials.shape[2], partials.shape[3]
+    n_part, n_mat, n_scale = 2 * (n - n_tips), 2 * n, 2 * (n - n_tips + 1)
     mark = np.zeros(n, dtype=np.uint8)
     order = np.empty(n, dtype=np.int64)
-    ops = np.empty((n, 7), dtype=np.int64)
-    internal = np.empty(n - n_tips, dtype=np.int64)
-    site = np.empty(weights.shape[0])
+    work = np.empty((2, n_states, n_patterns))
+    site = np.empty(n_patterns)
+    inv = np.zeros(n_patterns)
     for c in range(n_chains):
         if todo[c] == 0:
             continue
         full = todo[c] == 2
         row = PROP if full else CUR
-        lane = lanes[c]
         par, kid, bl = parent_p[c], kids_p[c], brlen_p[c]
         mark[:] = 0
         root = -1
@@ -203,9 +218,8 @@ def evaluate_division(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, msl
                 continue
             if full or bl[v] != brlen[c, v]:
                 mslot_p[c, v] = 1 - mslot[c, v]
-                t = bl[v] * mult[c, row]
-                transition_matrices(evals[c, row], evecs[c, row], einv[c, row], crates[c, row], t,
-                                    matrices[2 * v + mslot_p[c, v] + lane * n_mat])
+                transition_matrices(evals[c, row], evecs[c, row], einv[c, row], crates[c, row], bl[v] * mult[c, row],
+                                    matrices[2 * v + mslot_p[c, v] + c * n_mat])
                 _mark_up(par, mark, p)
             if parent[c, v] != p:
                 _mark_up(par, mark, p)
@@ -215,44 +229,39 @@ def evaluate_division(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, msl
                 mark[v] = 1
         k = _postorder_marked(kid, root, mark, n_tips, order)
         for r in range(k):
-            v = order[r]
-            bslot_p[c, v] = 1 - bslot[c, v]
+            bslot_p[c, order[r]] = 1 - bslot[c, order[r]]
+        slots = bslot_p[c]
         for r in range(k):
             v = order[r]
-            ops[r, 0] = n_tips + 2 * (v - n_tips) + bslot_p[c, v] + lane * n_part
-            ops[r, 1] = 2 * (v - n_tips) + bslot_p[c, v] + lane * n_scale
-            ops[r, 2] = -1
-            for j in range(2):
-                u = kid[v, j]
-                ops[r, 3 + 2 * j] = u if u < n_tips else n_tips + 2 * (u - n_tips) + bslot_p[c, u] + lane * n_part
-                ops[r, 4 + 2 * j] = 2 * u + mslot_p[c, u] + lane * n_mat
-        if k > 0:
-            update_partials_serial(ops[:k], partials, tip_states, tip_slot, packed, matrices, scale, n_tips, block,
-                                   True)
-        cum = 2 * (n - n_tips) + lane * n_scale
+            u1, u2 = kid[v, 0], kid[v, 1]
+            k1, x1, xs1 = _vector(u1, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
+            k2, x2, xs2 = _vector(u2, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
+            dest = partials[2 * (v - n_tips) + slots[v] + c * n_part]
+            node_update(dest, k1, tip_states[u1 if u1 < n_tips else 0], x1, xs1,
+                        matrices[2 * u1 + mslot_p[c, u1] + c * n_mat], k2, tip_states[u2 if u2 < n_tips else 0],
+                        x2, xs2, matrices[2 * u2 + mslot_p[c, u2] + c * n_mat], work)
+            rescale(dest, scale[2 * (v - n_tips) + slots[v] + c * n_scale], site)
+        cum = scale[2 * (n - n_tips) + c * n_scale]
+        cum[:] = 0.0
         for v in range(n_tips, n):
-            internal[v - n_tips] = 2 * (v - n_tips) + bslot_p[c, v] + lane * n_scale
-        scale[cum, :] = 0.0
-        add_scales(scale, cum, internal, 1.0)
-        lnl_p[c] = _root_lnl(root, kid[root, 2], bslot_p[c], mslot_p[c], lane, n_tips, n_part, n_mat, partials,
-                             tip_states, tip_slot, packed, matrices, freqs[c, row], cweights[c, row],
-                             pinvar[c, row], scale[cum], compat, weights, site)
-
-
-@numba.njit(**JIT_OPTIONS)
-def _root_lnl(root, third, bslot, mslot, lane, n_tips, n_part, n_mat, partials, tip_states, tip_slot, packed,
-              matrices, freqs, cweights, pinvar, scale_row, compat, weights, site):
-    """The root's log likelihood: its partials (two children) times the third child's branch."""
-    r = partials[2 * (root - n_tips) + bslot[root] + lane * n_part]
-    matrix = matrices[2 * third + mslot[third] + lane * n_mat]
-    if third >= n_tips:
-        kind, states, x, xs = 2, tip_states[0], partials[2 * (third - n_tips) + bslot[third] + lane * n_part], 1
-    elif tip_slot[third] < 0:
-        kind, states, x, xs = 1, tip_states[third], r, 0
-    else:
-        kind, states, x, xs = 2, tip_states[third], packed[tip_slot[third]], 0
-    site_log_likelihoods(r, kind, states, x, xs, matrix, freqs, cweights, pinvar, scale_row, True, compat, site)
-    return weighted_sum(weights, site)
+            rowv = scale[2 * (v - n_tips) + slots[v] + c * n_scale]
+            for p in range(n_patterns):
+                cum[p] += rowv[p]
+        third = kid[root, 2]
+        kt, xt, xst = _vector(third, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
+        root_sites(partials[2 * (root - n_tips) + slots[root] + c * n_part], 1 if kt else 2,
+                   tip_states[third if third < n_tips else 0], xt, xst,
+                   matrices[2 * third + mslot_p[c, third] + c * n_mat], freqs[c, row], cweights[c, row], work, site)
+        pv = pinvar[c, row]
+        if pv > 0.0:
+            f = freqs[c, row]
+            for p in range(n_patterns):
+                t = 0.0
+                for i in range(n_states):
+                    t += compat[p, i] * f[i]
+                inv[p] = t
+        site_logs(site, cum, inv, pv, work[0, 0])
+        lnl_p[c] = weighted_sum(weights, work[0, 0])
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -5,6 +5,7 @@ quantile, Best & Roberts 1975, tolerance 0.5e-6), AS 32 (incomplete gamma ratio,
 accuracy 1e-8), the Odeh & Evans (1974) normal quantile that seeds AS 91, and Pike & Hill's (1966)
 log-gamma. Likelihoods under +G differ from the exact-quantile values by up to ~1e-6, so to match
 MrBayes to ~1e-10 we reproduce those algorithms here (written from the published descriptions).
+Compiled with numba: a shape proposal rebuilds the rates, and in plain Python this was most of it.
 
 The category rates are the means of K equal-probability categories (Yang 1994):
 r_k = K * [I(b_k * alpha; alpha + 1) - I(b_{k-1} * alpha; alpha + 1)], b_k the k/K gamma quantile.
@@ -13,11 +14,15 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
+
+from mbgpu.jit import JIT_OPTIONS
 
 _TINY = 1e-30
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_gamma(x: float) -> float:
     """log Gamma(x) by Stirling's series after shifting x up to 7 (Pike & Hill 1966, ~1e-10)."""
     shift = 0.0
@@ -35,6 +40,7 @@ def ln_gamma(x: float) -> float:
     return shift + (x - 0.5) * math.log(x) - x + 0.918938533204673 + series
 
 
+@numba.njit(**JIT_OPTIONS)
 def incomplete_gamma(x: float, alpha: float, ln_gamma_alpha: float) -> float:
     """Regularised lower incomplete gamma ratio P(alpha, x), AS 32 (series or continued fraction).
 
@@ -58,6 +64,7 @@ def incomplete_gamma(x: float, alpha: float, ln_gamma_alpha: float) -> float:
     return gin * factor / alpha
 
 
+@numba.njit(**JIT_OPTIONS)
 def _gamma_continued_fraction(x: float, p: float, accurate: float, overflow: float) -> float:
     """The continued-fraction branch of AS 32 (upper tail), iterated until it settles."""
     a = 1.0 - p
@@ -83,6 +90,7 @@ def _gamma_continued_fraction(x: float, p: float, accurate: float, overflow: flo
             pn[0:4] = [v / overflow for v in pn[0:4]]
 
 
+@numba.njit(**JIT_OPTIONS)
 def point_normal(prob: float) -> float:
     """Standard normal quantile by the rational approximation of Odeh & Evans (1974), ~1.5e-8."""
     a0, a1, a2, a3, a4 = (-0.322232431088, -1.0, -0.342242088547, -0.0204231210245,
@@ -97,6 +105,7 @@ def point_normal(prob: float) -> float:
     return -z if prob < 0.5 else z
 
 
+@numba.njit(**JIT_OPTIONS)
 def point_chi2(prob: float, v: float) -> float:
     """Chi-square quantile with v degrees of freedom, AS 91 (Best & Roberts 1975), tolerance 0.5e-6."""
     e, aa = 0.5e-6, 0.6931471805
@@ -120,6 +129,7 @@ def point_chi2(prob: float, v: float) -> float:
     return _chi2_refine(ch, prob, xx, c, g, aa, e)
 
 
+@numba.njit(**JIT_OPTIONS)
 def _chi2_small_df_start(prob: float, v: float, g: float, c: float, aa: float) -> float:
     """AS 91 starting value for small degrees of freedom (v <= 0.32) by Newton steps."""
     ch = 0.4
@@ -134,6 +144,7 @@ def _chi2_small_df_start(prob: float, v: float, g: float, c: float, aa: float) -
             return ch
 
 
+@numba.njit(**JIT_OPTIONS)
 def _chi2_refine(ch: float, prob: float, xx: float, c: float, g: float, aa: float, e: float) -> float:
     """AS 91 seventh-order Taylor refinement of the chi-square quantile until |q/ch - 1| <= e."""
     while True:
@@ -157,6 +168,7 @@ def _chi2_refine(ch: float, prob: float, xx: float, c: float, g: float, aa: floa
             return ch
 
 
+@numba.njit(**JIT_OPTIONS)
 def point_gamma(prob: float, alpha: float, beta: float) -> float:
     """Gamma(alpha, rate beta) quantile via the chi-square quantile with 2*alpha d.f."""
     return point_chi2(prob, 2.0 * alpha) / (2.0 * beta)
@@ -172,13 +184,22 @@ def discrete_gamma(alpha: float, k: int) -> np.ndarray:
         raise ValueError("number of gamma categories must be >= 1, got %r" % (k,))
     if not alpha > 0.0:
         raise ValueError("gamma shape must be > 0, got %r" % (alpha,))
+    return _discrete_gamma(float(alpha), int(k))
+
+
+@numba.njit(**JIT_OPTIONS)
+def _discrete_gamma(alpha, k):
     if k == 1:
         return np.ones(1)
     beta = alpha
     factor = alpha / beta * k
     lnga1 = ln_gamma(alpha + 1.0)
-    cum = [incomplete_gamma(point_gamma((i + 1.0) / k, alpha, beta) * beta, alpha + 1.0, lnga1)
-           for i in range(k - 1)]
-    cum.append(1.0)
-    rates = [cum[0] * factor] + [(cum[i] - cum[i - 1]) * factor for i in range(1, k)]
-    return np.array(rates, dtype=np.float64)
+    cum = np.empty(k)
+    for i in range(k - 1):
+        cum[i] = incomplete_gamma(point_gamma((i + 1.0) / k, alpha, beta) * beta, alpha + 1.0, lnga1)
+    cum[k - 1] = 1.0
+    rates = np.empty(k)
+    rates[0] = cum[0] * factor
+    for i in range(1, k):
+        rates[i] = (cum[i] - cum[i - 1]) * factor
+    return rates

@@ -45,6 +45,7 @@ def test_incremental_and_full_evaluations_equal_the_reference(tmp_path, commands
             continue
         trees = T.ChainTrees([ch.tree for ch in chains])
         div = DivisionArrays(chains[0].parts[j].inc.shared, [ch.parts[j].inc for ch in chains])
+        div.refresh(trees)
         for c, ch in enumerate(chains):
             assert div.lnl[c] == pytest.approx(_reference(ch, j, ch.tree, ch.values), rel=1e-11)
         for step in range(12):

@@ -72,3 +72,40 @@ def test_incremental_and_full_evaluations_equal_the_reference(tmp_path, commands
                 if accepted[c]:
                     trees.parent[c], trees.kids[c], trees.brlen[c] = (trees.parent_p[c], trees.kids_p[c],
                                                                       trees.brlen_p[c])
+
+
+def _random_matrix(tmp_path, datatype, alphabet, n_taxa=7, n_chars=60, seed=3):
+    rng = np.random.default_rng(seed)
+    rows = ["t%d %s" % (i, "".join(rng.choice(list(alphabet), n_chars))) for i in range(n_taxa)]
+    path = tmp_path / ("%s.nex" % datatype)
+    path.write_text("#NEXUS\nbegin data; dimensions ntax=%d nchar=%d; format datatype=%s missing=? gap=-;\n"
+                    "matrix\n%s\n;\nend;\n" % (n_taxa, n_chars, datatype, "\n".join(rows)))
+    return path
+
+
+@pytest.mark.parametrize("datatype, alphabet, model", [
+    ("protein", "ACDEFGHIKLMNPQRSTVWY?", "prset aamodelpr=fixed(wag); lset rates=invgamma;"),
+    ("standard", "0123?", "lset coding=all rates=gamma;"),
+], ids=["protein", "standard-4-states-coding-all"])
+def test_other_state_counts_equal_the_reference(tmp_path, datatype, alphabet, model):
+    """The kernels' general state-count path (20 and 4 states of standard data) against the reference."""
+    path = _random_matrix(tmp_path, datatype, alphabet)
+    chains, params, _s = build_chains(tmp_path, "execute %s; %s" % (path, model), nchains=2)
+    trees = T.ChainTrees([ch.tree for ch in chains])
+    div = DivisionArrays(chains[0].parts[0].inc.shared, [ch.parts[0].inc for ch in chains])
+    div.refresh(trees)
+    rng = np.random.default_rng(5)
+    ctx = MoveContext(n_tips=chains[0].tree.n_tips)
+    for _ in range(6):
+        proposals = []
+        for c, ch in enumerate(chains):
+            move = ExtSPR() if c == 0 else Multiplier()
+            tree = move.propose(T.from_arrays(ch.tree.n_tips, trees.parent[c], trees.brlen[c]), rng, ctx).tree
+            _set_proposal(trees, c, tree)
+            div.todo[c] = 1
+            proposals.append(tree)
+        div.evaluate(trees)
+        for c, ch in enumerate(chains):
+            assert div.lnl_p[c] == pytest.approx(_reference(ch, 0, proposals[c], ch.values), rel=1e-11)
+        div.keep(np.ones(2, dtype=bool))
+        trees.parent[:], trees.kids[:], trees.brlen[:] = trees.parent_p, trees.kids_p, trees.brlen_p

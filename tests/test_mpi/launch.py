@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import mbgpu.jit
 from tests.conftest import TEST_DATA
 
 LAUNCH_PREFIXES = ("OMPI_", "PMI", "PMIX", "MPI_LOCAL", "HYDRA", "SLURM_", "MBGPU_MPI_FAULT")
@@ -31,6 +32,9 @@ def clean_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_PREFIXES) or k.startswith(KEEP_PREFIXES)}
     env["MBGPU_BACKEND"] = "cpu"
     env.update(extra)
+    # the compiled core's numba cache of this test process, also where a test gives the job its own
+    # HOME: the jobs test launching and signals, not numba's first compile (tens of seconds per rank)
+    env.setdefault("NUMBA_CACHE_DIR", mbgpu.jit.numba.config.CACHE_DIR)     # set by mbgpu.jit
     return env
 
 

@@ -55,8 +55,12 @@ def _propose_tree(kind, parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, 
 
 @numba.njit(**JIT_OPTIONS)
 def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved):
-    """Each chain: copy its state into the proposal arrays, pick a move by weight and propose."""
+                bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo, by_param):
+    """Each chain: copy its state into the proposal arrays, pick a move by weight and propose. A live
+    tree proposal marks every pattern set (todo 1); the chains whose parameter proposal is live are
+    listed in by_param (the caller builds their models); returns how many."""
+    n_param = 0
+    todo[:, :] = 0
     for c in range(parent.shape[0]):
         parent_p[c, :] = parent[c, :]
         kids_p[c, :, :] = kids[c, :, :]
@@ -75,6 +79,12 @@ def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, thet
             log_h[c] = _propose_tree(mkind[m], parent_p[c], kids_p[c], brlen_p[c], n_tips, s, tuning[c, m],
                                      lo, hi, anchor, pars)
             sort_kids(kids_p[c])       # states keep children in order (trees.sort_kids says why)
+            if log_h[c] != -math.inf:
+                todo[:, c] = 1
+        if k >= 0 and log_h[c] != -math.inf:
+            by_param[n_param] = c
+            n_param += 1
+    return n_param
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -82,16 +82,18 @@ class CoreStepper:
         self.log_h = np.zeros(n)
         self.moved = np.zeros(n, dtype=np.int64)
         self.accepted = np.zeros(n, dtype=np.bool_)
+        self.by_param = np.zeros(n, dtype=np.int64)
         for c, ch in enumerate(chains):
             ch.attach_core(self, c)
 
     # -- one generation ------------------------------------------------------------------------
     def step(self, heats: np.ndarray, tunefreq: int, autotune: bool) -> None:
         t, mv = self.trees, self.moves
-        propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p, self.theta_p,
-                    mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning, self.layout.off, self.n_tips,
-                    self.lo, self.hi, self.anchor, self.pars, self.move_of, self.log_h, self.moved)
-        self._plan()
+        n_param = propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
+                              self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning, self.layout.off,
+                              self.n_tips, self.lo, self.hi, self.anchor, self.pars, self.move_of, self.log_h,
+                              self.moved, self.todo, self.by_param)
+        self._plan(int(n_param))
         for d in self.divisions:
             d.evaluate(t)
         bad = decide_all(self.rng, heats, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
@@ -111,13 +113,10 @@ class CoreStepper:
             ch.lnl, ch.lnpr, ch.best_lnl = float(self.lnl[c]), float(self.lnpr[c]), float(self.best[c])
             ch.stale = True
 
-    def _plan(self) -> None:
-        """Which pattern sets each proposal changes; the new models of parameter proposals (host code)."""
-        live = self.log_h != -np.inf
-        tree_move = live & (self.moved < 0)
-        self.todo[:] = 0
-        self.todo[:, tree_move] = 1
-        for c in np.flatnonzero(live & (self.moved >= 0)).tolist():
+    def _plan(self, n_param: int) -> None:
+        """The new models of the chains whose parameter proposal changed one (host code; propose_all
+        has marked the tree proposals' pattern sets)."""
+        for c in self.by_param[:n_param].tolist():
             k = int(self.moved[c])
             ch = self.chains[c]
             values = self.layout.unpack(self.theta_p[c])

@@ -13,6 +13,7 @@ import numpy as np
 from mbgpu.core import trees as T
 from mbgpu.core.division import PROP, DivisionArrays, host_buffers
 from mbgpu.core.layout import MoveTable, ParamLayout, unsupported_move
+from mbgpu.core.models import PriorTable, SetModel, model_proposal, param_log_prior
 from mbgpu.core.pars_spr import prepare_pars_data
 from mbgpu.core.prior import brlens_log_prior, brlens_table
 from mbgpu.core.step import decide_all, propose_all
@@ -78,6 +79,11 @@ class CoreStepper:
             d.refresh(self.trees)
         self.touches = [[j for j, part in enumerate(first.parts) if part.division in p.divisions]
                         for p in self.params]
+        self.new_q = [p.kind in ("revmat", "tratio", "statefreq") for p in self.params]
+        self.priors = PriorTable(self.params, self.prior_fn.n_chars, self.layout)
+        self.set_models = [SetModel(part.spec, part.division, part.fixed_mult, self.params, self.layout)
+                           if SetModel.describable(part.spec, self.params, part.division) else None
+                           for part in first.parts]
         self.move_of = np.zeros(n, dtype=np.int64)
         self.log_h = np.zeros(n)
         self.moved = np.zeros(n, dtype=np.int64)
@@ -114,19 +120,33 @@ class CoreStepper:
             ch.stale = True
 
     def _plan(self, n_param: int) -> None:
-        """The new models of the chains whose parameter proposal changed one (host code; propose_all
-        has marked the tree proposals' pattern sets)."""
+        """The new models and prior terms of the chains whose parameter proposal is live (propose_all has
+        marked the tree proposals' pattern sets): compiled (mbgpu.core.models) where a pattern set's model
+        is described there, else built on the host from the chain's values."""
+        pt, off = self.priors, self.layout.off
         for c in self.by_param[:n_param].tolist():
             k = int(self.moved[c])
-            ch = self.chains[c]
-            values = self.layout.unpack(self.theta_p[c])
-            self.pterm_new[c] = self.prior_fn.parameter(k, values[k])
+            if pt.ok:
+                self.pterm_new[c] = param_log_prior(pt.kind[k], pt.args[k], pt.alphas[k], pt.weights[k],
+                                                    self.theta_p[c, off[k]:off[k + 1]])
+            else:
+                self.pterm_new[c] = self.prior_fn.parameter(k, self.layout.unpack(self.theta_p[c])[k])
             for j in self.touches[k]:
-                part = ch.parts[j]
-                model = ch.models.get(_spec(part, ch.params, values))
-                mult = rate_multiplier(ch.params, values, part.division, part.fixed_mult)
-                self.divisions[j].set_model(c, PROP, model, mult)
+                sm, d = self.set_models[j], self.divisions[j]
+                if sm is None or not model_proposal(self.theta_p[c], sm.desc, sm.fixed, sm.s0, sm.pi0, d.evals,
+                                                    d.evecs, d.einv, d.crates, d.cweights, d.freqs, d.pinvar,
+                                                    d.mult, c, self.new_q[k]):
+                    self._host_model(c, j)
                 self.todo[j, c] = 2
+
+    def _host_model(self, c: int, j: int) -> None:
+        """Chain c's proposed model of pattern set j built on the host (mbgpu.models)."""
+        ch = self.chains[c]
+        values = self.layout.unpack(self.theta_p[c])
+        part = ch.parts[j]
+        model = ch.models.get(_spec(part, ch.params, values))
+        mult = rate_multiplier(ch.params, values, part.division, part.fixed_mult)
+        self.divisions[j].set_model(c, PROP, model, mult)
 
     # -- the chain objects' view ------------------------------------------------------------------
     def export(self, c: int, ch) -> None:

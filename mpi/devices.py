@@ -72,3 +72,13 @@ def compile_once_per_node(local, build):
         return out
     local.Barrier()
     return build()
+
+
+def share_cores(local_size: int) -> int:
+    """Hold the compiled core's threads per rank to the node's numba threads shared by its ranks, so that
+    `mpirun -np N` on N cores does not start N threads on every rank. Returns the count."""
+    import numba
+
+    n = max(1, numba.config.NUMBA_NUM_THREADS // max(1, local_size))
+    numba.set_num_threads(n)
+    return n

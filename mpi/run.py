@@ -87,9 +87,10 @@ def _backend(s, con, comm, layout):
     import os
 
     from mbgpu.likelihood.select import _cuda_available, choose_backend, decide
-    from mbgpu.mpi.devices import assign_device, local_comm
+    from mbgpu.mpi.devices import assign_device, local_comm, share_cores
 
     local = local_comm(comm)
+    share_cores(local.Get_size())
     if s.mcmc.get("Data", "Yes") != "Yes":
         return None, "none (data=no)", local
     label = "cpu"

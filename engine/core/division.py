@@ -57,6 +57,9 @@ class DivisionArrays:
         self.lnl = np.array([p.lnl for p in lane_parts], dtype=np.float64)
         self.lnl_p = self.lnl.copy()
         self.todo = np.zeros(c, dtype=np.int8)       # 0 nothing, 1 changed branches/topology, 2 all (new model)
+        # per chain: marks, node order, two (S, P) work blocks, site values, +I terms
+        self.scratch = (np.zeros((c, n), dtype=np.uint8), np.zeros((c, n), dtype=np.int64),
+                        np.zeros((c, 2, s, n_pat)), np.zeros((c, n_pat)), np.zeros((c, n_pat)))
 
     def set_model(self, i: int, row: int, model, mult: float) -> None:
         """Chain i's model (a SubstitutionModel) and rate multiplier into row CUR or PROP."""
@@ -71,12 +74,15 @@ class DivisionArrays:
         self.mult[i, row] = mult
 
     def evaluate(self, tree) -> None:
-        """Every chain with todo != 0: its proposal's log likelihood into lnl_p (tree: a mbgpu.core.trees.ChainTrees)."""
-        evaluate_division(self.todo, tree.parent_p, tree.kids_p, tree.brlen_p, tree.parent, tree.brlen,
-                          self.bslot, self.mslot, self.bslot_p, self.mslot_p, self.n_tips, self.evals, self.evecs,
-                          self.einv, self.crates, self.cweights, self.freqs, self.pinvar, self.mult, self.partials,
-                          self.tip_states, self.tip_slot, self.tip_x, self.matrices, self.scale, self.weights,
-                          self.compat, self.lnl_p)
+        """Every chain with todo != 0: its proposal's log likelihood into lnl_p (tree: a
+        mbgpu.core.trees.ChainTrees); chains on numba's threads when there are several and several chains
+        have work (results do not depend on it: every chain's work is its own)."""
+        many = numba.get_num_threads() > 1 and np.count_nonzero(self.todo) > 1
+        (evaluate_parallel if many else evaluate_serial)(
+            self.todo, tree.parent_p, tree.kids_p, tree.brlen_p, tree.parent, tree.brlen, self.bslot, self.mslot,
+            self.bslot_p, self.mslot_p, self.n_tips, self.evals, self.evecs, self.einv, self.crates, self.cweights,
+            self.freqs, self.pinvar, self.mult, self.partials, self.tip_states, self.tip_slot, self.tip_x,
+            self.matrices, self.scale, self.weights, self.compat, self.lnl_p, *self.scratch)
         if self.sum_each is not None:
             live = self.todo != 0
             self.lnl_p[live] = self.sum_each(self.lnl_p[live])
@@ -185,83 +191,102 @@ def _vector(v, slots, c, n_tips, n_part, partials, tip_slot, tip_x):
 
 
 @numba.njit(**JIT_OPTIONS)
-def evaluate_division(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips,
-                      evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states, tip_slot,
-                      tip_x, matrices, scale, weights, compat, lnl_p):
-    """For each chain with todo != 0: flip and recompute what its proposal changed; lnl_p[c] = its ln L.
-
-    todo 1: the branches whose length changed get new matrices, the nodes above them and above nodes
-    that changed parent get new partials; todo 2 (a new model, row PROP): every branch and node."""
-    n_chains, n = parent_p.shape
+def evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips,
+                   evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states, tip_slot,
+                   tip_x, matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs):
+    """Chain c's proposal: flip and recompute what it changed; lnl_p[c] = its ln L. todo 1: the branches
+    whose length changed get new matrices, the nodes above them and above nodes that changed parent
+    get new partials; todo 2 (a new model, row PROP): every branch and node. The scratch arrays are
+    chain c's rows, so chains may be evaluated on different threads."""
+    n = parent_p.shape[1]
     n_states, n_patterns = partials.shape[2], partials.shape[3]
     n_part, n_mat, n_scale = 2 * (n - n_tips), 2 * n, 2 * (n - n_tips + 1)
-    mark = np.zeros(n, dtype=np.uint8)
-    order = np.empty(n, dtype=np.int64)
-    work = np.empty((2, n_states, n_patterns))
-    site = np.empty(n_patterns)
-    inv = np.zeros(n_patterns)
-    for c in range(n_chains):
-        if todo[c] == 0:
+    mark, order, work, site, inv = marks[c], orders[c], works[c], sites[c], invs[c]
+    full = todo[c] == 2
+    row = PROP if full else CUR
+    par, kid, bl = parent_p[c], kids_p[c], brlen_p[c]
+    mark[:] = 0
+    root = -1
+    for v in range(n):
+        bslot_p[c, v] = bslot[c, v]
+        mslot_p[c, v] = mslot[c, v]
+    for v in range(n):
+        p = par[v]
+        if p < 0:
+            root = v
             continue
-        full = todo[c] == 2
-        row = PROP if full else CUR
-        par, kid, bl = parent_p[c], kids_p[c], brlen_p[c]
-        mark[:] = 0
-        root = -1
-        for v in range(n):
-            bslot_p[c, v] = bslot[c, v]
-            mslot_p[c, v] = mslot[c, v]
-        for v in range(n):
-            p = par[v]
-            if p < 0:
-                root = v
-                continue
-            if full or bl[v] != brlen[c, v]:
-                mslot_p[c, v] = 1 - mslot[c, v]
-                transition_matrices(evals[c, row], evecs[c, row], einv[c, row], crates[c, row], bl[v] * mult[c, row],
-                                    matrices[2 * v + mslot_p[c, v] + c * n_mat])
-                _mark_up(par, mark, p)
-            if parent[c, v] != p:
-                _mark_up(par, mark, p)
-                _mark_up(par, mark, parent[c, v])
-        if full:
-            for v in range(n_tips, n):
-                mark[v] = 1
-        k = _postorder_marked(kid, root, mark, n_tips, order)
-        for r in range(k):
-            bslot_p[c, order[r]] = 1 - bslot[c, order[r]]
-        slots = bslot_p[c]
-        for r in range(k):
-            v = order[r]
-            u1, u2 = kid[v, 0], kid[v, 1]
-            k1, x1, xs1 = _vector(u1, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
-            k2, x2, xs2 = _vector(u2, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
-            dest = partials[2 * (v - n_tips) + slots[v] + c * n_part]
-            node_update(dest, k1, tip_states[u1 if u1 < n_tips else 0], x1, xs1,
-                        matrices[2 * u1 + mslot_p[c, u1] + c * n_mat], k2, tip_states[u2 if u2 < n_tips else 0],
-                        x2, xs2, matrices[2 * u2 + mslot_p[c, u2] + c * n_mat], work)
-            rescale(dest, scale[2 * (v - n_tips) + slots[v] + c * n_scale], site)
-        cum = scale[2 * (n - n_tips) + c * n_scale]
-        cum[:] = 0.0
+        if full or bl[v] != brlen[c, v]:
+            mslot_p[c, v] = 1 - mslot[c, v]
+            transition_matrices(evals[c, row], evecs[c, row], einv[c, row], crates[c, row], bl[v] * mult[c, row],
+                                matrices[2 * v + mslot_p[c, v] + c * n_mat])
+            _mark_up(par, mark, p)
+        if parent[c, v] != p:
+            _mark_up(par, mark, p)
+            _mark_up(par, mark, parent[c, v])
+    if full:
         for v in range(n_tips, n):
-            rowv = scale[2 * (v - n_tips) + slots[v] + c * n_scale]
-            for p in range(n_patterns):
-                cum[p] += rowv[p]
-        third = kid[root, 2]
-        kt, xt, xst = _vector(third, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
-        root_sites(partials[2 * (root - n_tips) + slots[root] + c * n_part], 1 if kt else 2,
-                   tip_states[third if third < n_tips else 0], xt, xst,
-                   matrices[2 * third + mslot_p[c, third] + c * n_mat], freqs[c, row], cweights[c, row], work, site)
-        pv = pinvar[c, row]
-        if pv > 0.0:
-            f = freqs[c, row]
-            for p in range(n_patterns):
-                t = 0.0
-                for i in range(n_states):
-                    t += compat[p, i] * f[i]
-                inv[p] = t
-        site_logs(site, cum, inv, pv, work[0, 0])
-        lnl_p[c] = weighted_sum(weights, work[0, 0])
+            mark[v] = 1
+    k = _postorder_marked(kid, root, mark, n_tips, order)
+    for r in range(k):
+        bslot_p[c, order[r]] = 1 - bslot[c, order[r]]
+    slots = bslot_p[c]
+    for r in range(k):
+        v = order[r]
+        u1, u2 = kid[v, 0], kid[v, 1]
+        k1, x1, xs1 = _vector(u1, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
+        k2, x2, xs2 = _vector(u2, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
+        dest = partials[2 * (v - n_tips) + slots[v] + c * n_part]
+        node_update(dest, k1, tip_states[u1 if u1 < n_tips else 0], x1, xs1,
+                    matrices[2 * u1 + mslot_p[c, u1] + c * n_mat], k2, tip_states[u2 if u2 < n_tips else 0],
+                    x2, xs2, matrices[2 * u2 + mslot_p[c, u2] + c * n_mat], work)
+        rescale(dest, scale[2 * (v - n_tips) + slots[v] + c * n_scale], site)
+    cum = scale[2 * (n - n_tips) + c * n_scale]
+    cum[:] = 0.0
+    for v in range(n_tips, n):
+        rowv = scale[2 * (v - n_tips) + slots[v] + c * n_scale]
+        for p in range(n_patterns):
+            cum[p] += rowv[p]
+    third = kid[root, 2]
+    kt, xt, xst = _vector(third, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
+    root_sites(partials[2 * (root - n_tips) + slots[root] + c * n_part], 1 if kt else 2,
+               tip_states[third if third < n_tips else 0], xt, xst,
+               matrices[2 * third + mslot_p[c, third] + c * n_mat], freqs[c, row], cweights[c, row], work, site)
+    pv = pinvar[c, row]
+    if pv > 0.0:
+        f = freqs[c, row]
+        for p in range(n_patterns):
+            t = 0.0
+            for i in range(n_states):
+                t += compat[p, i] * f[i]
+            inv[p] = t
+    site_logs(site, cum, inv, pv, work[0, 0])
+    lnl_p[c] = weighted_sum(weights, work[0, 0])
+
+
+@numba.njit(**JIT_OPTIONS)
+def evaluate_serial(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips, evals,
+                    evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states, tip_slot, tip_x,
+                    matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs):
+    """evaluate_chain for every chain with todo != 0, in turn."""
+    for c in range(todo.shape[0]):
+        if todo[c] != 0:
+            evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p,
+                           n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states,
+                           tip_slot, tip_x, matrices, scale, weights, compat, lnl_p, marks, orders, works, sites,
+                           invs)
+
+
+@numba.njit(parallel=True, **JIT_OPTIONS)
+def evaluate_parallel(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips,
+                      evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states, tip_slot,
+                      tip_x, matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs):
+    """evaluate_serial with the chains spread over numba's threads (each chain's buffers are its own)."""
+    for c in numba.prange(todo.shape[0]):
+        if todo[c] != 0:
+            evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p,
+                           n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states,
+                           tip_slot, tip_x, matrices, scale, weights, compat, lnl_p, marks, orders, works, sites,
+                           invs)
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -4,8 +4,9 @@ beaglescaling=`), with the environment override MBGPU_BACKEND=cpu|gpu.
 Default: the CUDA backend in double precision when pycuda and a CUDA device are present, otherwise
 the compiled (numba) CPU backend, or the numpy reference where numba does not import; one line on
 the console says which was chosen and why. `choose_backend(..., cpu="numpy")` picks the numpy
-reference for the CPU (tests that compare with it). The CUDA and numba modules are imported only
-when chosen, so this works on machines without pycuda or numba.
+reference for the CPU (tests that compare with it). The CUDA module is imported only when chosen,
+so this works on machines without pycuda (numba is a requirement of mbgpu: the sampler core is
+compiled with it).
 """
 from __future__ import annotations
 

@@ -32,9 +32,7 @@ class DivisionArrays:
         self.n_tips = n_tips = shared.layout.n_tips
         self.n_nodes = n = 2 * n_tips - 1
         self.n_part, self.n_mat, self.n_scale = 2 * (n - n_tips), 2 * n, 2 * (n - n_tips + 1)
-        self.tip_states = b.tip_states
-        self.tip_slot = np.arange(n_tips, dtype=np.int64)          # every tip as a vector (faster kernels)
-        self.tip_x = tip_vectors(b)
+        self.tip_x = tip_vectors(b)                  # every tip as a vector: one kernel for every node
         self.weights = b.pattern_weights
         self.compat = np.ascontiguousarray(b._invariant_site_compat())
         self.partials = np.zeros((c * self.n_part, k, s, n_pat))
@@ -81,7 +79,7 @@ class DivisionArrays:
         (evaluate_parallel if many else evaluate_serial)(
             self.todo, tree.parent_p, tree.kids_p, tree.brlen_p, tree.parent, tree.brlen, self.bslot, self.mslot,
             self.bslot_p, self.mslot_p, self.n_tips, self.evals, self.evecs, self.einv, self.crates, self.cweights,
-            self.freqs, self.pinvar, self.mult, self.partials, self.tip_states, self.tip_slot, self.tip_x,
+            self.freqs, self.pinvar, self.mult, self.partials, self.tip_x,
             self.matrices, self.scale, self.weights, self.compat, self.lnl_p, *self.scratch)
         if self.sum_each is not None:
             live = self.todo != 0
@@ -181,19 +179,17 @@ def _postorder_marked(kids, root, mark, n_tips, out):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _vector(v, slots, c, n_tips, n_part, partials, tip_slot, tip_x):
-    """(compact, vector array, category stride) of node v as a child, for chain c."""
+def _vector(v, slots, c, n_tips, n_part, partials, tip_x):
+    """(vector array, category stride) of node v as a child, for chain c."""
     if v >= n_tips:
-        return False, partials[2 * (v - n_tips) + slots[v] + c * n_part], 1
-    if tip_slot[v] < 0:
-        return True, tip_x[0], 0
-    return False, tip_x[tip_slot[v]], 0
+        return partials[2 * (v - n_tips) + slots[v] + c * n_part], 1
+    return tip_x[v], 0
 
 
 @numba.njit(**JIT_OPTIONS)
 def evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips,
-                   evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states, tip_slot,
-                   tip_x, matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs):
+                   evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x, matrices, scale,
+                   weights, compat, lnl_p, marks, orders, works, sites, invs):
     """Chain c's proposal: flip and recompute what it changed; lnl_p[c] = its ln L. todo 1: the branches
     whose length changed get new matrices, the nodes above them and above nodes that changed parent
     get new partials; todo 2 (a new model, row PROP): every branch and node. The scratch arrays are
@@ -233,12 +229,11 @@ def evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, msl
     for r in range(k):
         v = order[r]
         u1, u2 = kid[v, 0], kid[v, 1]
-        k1, x1, xs1 = _vector(u1, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
-        k2, x2, xs2 = _vector(u2, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
+        x1, xs1 = _vector(u1, slots, c, n_tips, n_part, partials, tip_x)
+        x2, xs2 = _vector(u2, slots, c, n_tips, n_part, partials, tip_x)
         dest = partials[2 * (v - n_tips) + slots[v] + c * n_part]
-        node_update(dest, k1, tip_states[u1 if u1 < n_tips else 0], x1, xs1,
-                    matrices[2 * u1 + mslot_p[c, u1] + c * n_mat], k2, tip_states[u2 if u2 < n_tips else 0],
-                    x2, xs2, matrices[2 * u2 + mslot_p[c, u2] + c * n_mat], work)
+        node_update(dest, x1, xs1, matrices[2 * u1 + mslot_p[c, u1] + c * n_mat], x2, xs2,
+                    matrices[2 * u2 + mslot_p[c, u2] + c * n_mat], work)
         rescale(dest, scale[2 * (v - n_tips) + slots[v] + c * n_scale], site)
     cum = scale[2 * (n - n_tips) + c * n_scale]
     cum[:] = 0.0
@@ -247,9 +242,8 @@ def evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, msl
         for p in range(n_patterns):
             cum[p] += rowv[p]
     third = kid[root, 2]
-    kt, xt, xst = _vector(third, slots, c, n_tips, n_part, partials, tip_slot, tip_x)
-    root_sites(partials[2 * (root - n_tips) + slots[root] + c * n_part], 1 if kt else 2,
-               tip_states[third if third < n_tips else 0], xt, xst,
+    xt, xst = _vector(third, slots, c, n_tips, n_part, partials, tip_x)
+    root_sites(partials[2 * (root - n_tips) + slots[root] + c * n_part], xt, xst,
                matrices[2 * third + mslot_p[c, third] + c * n_mat], freqs[c, row], cweights[c, row], work, site)
     pv = pinvar[c, row]
     if pv > 0.0:
@@ -265,28 +259,26 @@ def evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, msl
 
 @numba.njit(**JIT_OPTIONS)
 def evaluate_serial(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips, evals,
-                    evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states, tip_slot, tip_x,
+                    evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x,
                     matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs):
     """evaluate_chain for every chain with todo != 0, in turn."""
     for c in range(todo.shape[0]):
         if todo[c] != 0:
             evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p,
-                           n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states,
-                           tip_slot, tip_x, matrices, scale, weights, compat, lnl_p, marks, orders, works, sites,
-                           invs)
+                           n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x,
+                           matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs)
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
 def evaluate_parallel(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips,
-                      evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states, tip_slot,
-                      tip_x, matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs):
+                      evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x, matrices, scale,
+                   weights, compat, lnl_p, marks, orders, works, sites, invs):
     """evaluate_serial with the chains spread over numba's threads (each chain's buffers are its own)."""
     for c in numba.prange(todo.shape[0]):
         if todo[c] != 0:
             evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p,
-                           n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_states,
-                           tip_slot, tip_x, matrices, scale, weights, compat, lnl_p, marks, orders, works, sites,
-                           invs)
+                           n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x,
+                           matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs)
 
 
 @numba.njit(**JIT_OPTIONS)

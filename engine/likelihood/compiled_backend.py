@@ -71,8 +71,7 @@ class CompiledBackend(HostBuffers):
         dest = ops[:, 0]
         assert np.all(dest >= n_tips) and not np.any((dest == ops[:, 3]) | (dest == ops[:, 5])), "bad dest in ops"
         slot, packed = self._tips()
-        args = (ops, self.partials, self.tip_states, slot, packed, self.matrices, self.scale, n_tips, self.block,
-                False)
+        args = (ops, self.partials, self.tip_states, slot, packed, self.matrices, self.scale, n_tips, self.block)
         if not self.parallel:
             k.update_partials_serial(*args)
             return

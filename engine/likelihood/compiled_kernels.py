@@ -29,7 +29,6 @@ from mbgpu.jit import JIT_OPTIONS
 
 _JIT = JIT_OPTIONS
 LOG2 = math.log(2.0)
-RESCALE_BELOW = 2.0 ** -64     # patterns whose largest partial is smaller get rescaled
 
 
 # ---------------------------------------------------------------------------- node classes, any S
@@ -189,30 +188,6 @@ def rescale_write(dest, scale_row, p0, p1):
 
 
 @numba.njit(**_JIT)
-def rescale_where_needed(dest, scale_row, p0, p1):
-    """Rescale each pattern whose largest entry is below RESCALE_BELOW by a power of two that brings it
-    into [0.5, 1) (exact: no rounding), storing the log of the factor; other patterns store 0. Every
-    node is rescaled where needed, so no partial underflows, and the costly log per pattern and node
-    of always rescaling is saved (the result equals the always-rescaled one to rounding)."""
-    n_cat, _, n_states = dest.shape
-    for p in range(p0, p1):
-        largest = dest[0, p, 0]
-        for c in range(n_cat):
-            for i in range(n_states):
-                if dest[c, p, i] > largest:
-                    largest = dest[c, p, i]
-        if largest >= RESCALE_BELOW or largest <= 0.0:
-            scale_row[p] = 0.0
-            continue
-        _m, e = math.frexp(largest)
-        f = math.ldexp(1.0, -e)
-        for c in range(n_cat):
-            for i in range(n_states):
-                dest[c, p, i] *= f
-        scale_row[p] = e * LOG2
-
-
-@numba.njit(**_JIT)
 def rescale_read(dest, scale_row, p0, p1):
     """Divide each pattern by an existing factor: dest *= exp(-scale)."""
     n_cat, _, n_states = dest.shape
@@ -233,10 +208,8 @@ def _child(b, n_tips, partials, tip_slot, tip_partials):
 
 
 @numba.njit(**_JIT)
-def ops_block(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, p0, p1, lazy):
-    """Every operation of `ops`, in order, on patterns [p0, p1); `lazy`: a written scale buffer holds
-    factors only where needed (rescale_where_needed), else every pattern is rescaled (rescale_write,
-    the protocol's semantics, which the numpy reference and the GPU share)."""
+def ops_block(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, p0, p1):
+    """Every operation of `ops`, in order, on patterns [p0, p1)."""
     n_states = partials.shape[3]
     four = n_states == 4
     work = np.empty((3, max(n_states + 1, 2), n_states))     # two transposed matrices, two accumulators
@@ -261,34 +234,30 @@ def ops_block(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale
                 down_0_4(dest, x1, xs1, matrices[m1], x2, xs2, matrices[m2], p0, p1)
             else:
                 down_0(dest, x1, xs1, matrices[m1], x2, xs2, matrices[m2], p0, p1, work)
-        if sw >= 0 and lazy:
-            rescale_where_needed(dest, scale[sw], p0, p1)
-        elif sw >= 0:
+        if sw >= 0:
             rescale_write(dest, scale[sw], p0, p1)
         elif sr >= 0:
             rescale_read(dest, scale[sr], p0, p1)
 
 
 @numba.njit(**_JIT)
-def update_partials_serial(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, block,
-                           lazy=False):
+def update_partials_serial(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, block):
     """All operations, block of patterns by block of patterns, on the calling thread."""
     n_patterns = partials.shape[2]
     n_blocks = (n_patterns + block - 1) // block
     for k in range(n_blocks):
         ops_block(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips,
-                  k * block, min(n_patterns, (k + 1) * block), lazy)
+                  k * block, min(n_patterns, (k + 1) * block))
 
 
 @numba.njit(parallel=True, **_JIT)
-def update_partials_parallel(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, block,
-                             lazy=False):
+def update_partials_parallel(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips, block):
     """As update_partials_serial with the blocks spread over numba's threads (numba.set_num_threads)."""
     n_patterns = partials.shape[2]
     n_blocks = (n_patterns + block - 1) // block
     for k in numba.prange(n_blocks):
         ops_block(ops, partials, tip_states, tip_slot, tip_partials, matrices, scale, n_tips,
-                  k * block, min(n_patterns, (k + 1) * block), lazy)
+                  k * block, min(n_patterns, (k + 1) * block))
 
 
 # ---------------------------------------------------------------------------- scale buffers

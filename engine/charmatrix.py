@@ -63,6 +63,41 @@ def encode(rows, fmt: Format, src, nchar: int) -> CharacterMatrix:
     """Convert parsed matrix rows to masks, resolving matchchar and checking every symbol."""
     coltypes = fmt.column_datatypes(nchar)
     coders = {dt: CellCoder(dt, fmt.symbols, fmt.gap, fmt.missing) for dt in set(coltypes)}
+    masks = _encode_single_chars(rows, fmt, coltypes, coders, nchar)
+    if masks is None:
+        masks = _encode_cells(rows, fmt, src, coltypes, coders, nchar)
+    return CharacterMatrix(list(rows.names), masks, coltypes, fmt.symbols)
+
+
+def _encode_single_chars(rows, fmt: Format, coltypes, coders, nchar: int):
+    """The masks by table lookup when every cell is one ASCII character and legal (the common case:
+    large matrices without ambiguity sets); None otherwise, and _encode_cells does it (and reports)."""
+    kinds = sorted(set(coltypes))
+    if len(rows.names) == 0:
+        return None
+    table = np.zeros((len(kinds), 128), dtype=np.uint32)           # 0: not a legal single symbol
+    for k, dt in enumerate(kinds):
+        for code in range(33, 127):
+            got = coders[dt].mask(chr(code))
+            table[k, code] = got or 0
+    codes = np.empty((len(rows.names), nchar), dtype=np.uint8)
+    for i, row in enumerate(rows.cells):
+        text = "".join(row)
+        if len(text) != nchar or len(row) != nchar or not text.isascii():
+            return None
+        codes[i] = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    if fmt.matchchar is not None:
+        match = codes == ord(fmt.matchchar) if len(fmt.matchchar) == 1 and fmt.matchchar.isascii() else None
+        if match is None or match[0].any():
+            return None
+        codes = np.where(match, codes[0][None, :], codes)
+    kind_of = np.array([kinds.index(dt) for dt in coltypes], dtype=np.intp)
+    masks = table[kind_of[None, :], codes]
+    return None if not masks.all() else masks
+
+
+def _encode_cells(rows, fmt: Format, src, coltypes, coders, nchar: int) -> np.ndarray:
+    """The masks cell by cell (ambiguity sets, matchchar, and the exact error for an illegal symbol)."""
     masks = np.zeros((len(rows.names), nchar), dtype=np.uint32)
     first = rows.cells[0]
     for i, (name, row) in enumerate(zip(rows.names, rows.cells)):
@@ -76,7 +111,7 @@ def encode(rows, fmt: Format, src, nchar: int) -> CharacterMatrix:
             if m is None:
                 raise _illegal(src, rows, i, j, cell, coltypes[j])
             masks[i, j] = m
-    return CharacterMatrix(list(rows.names), masks, coltypes, fmt.symbols)
+    return masks
 
 
 def _illegal(src, rows, i: int, j: int, cell: str, datatype: str) -> DataError:

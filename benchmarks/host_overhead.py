@@ -76,7 +76,7 @@ def install_null_device() -> None:
     import mbgpu.sampler.setup as setup
 
     select._cuda_available = lambda: True
-    select._gpu_factory = lambda precision: null_factory
+    select._gpu_factory = lambda precision, device=None, asynchronous=False: null_factory
     setup._gpu_parsimony = lambda factory: NullParsimony()
 
 

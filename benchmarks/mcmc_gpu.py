@@ -2,14 +2,15 @@
 CUDA backend vs numpy backend in one run, on simulated DNA (64 taxa x 50k sites, GTR+I+G4) and
 protein (40 taxa x 20k sites, WAG+G4) data sets.
 
-Each configuration runs in a fresh subprocess (MBGPU_BACKEND=gpu|cpu, MBGPU_SAMPLER=batched|chain)
+Each configuration runs in a fresh subprocess (`mbgpu --backend=gpu|cpu`; the per-chain path, pipeline groups,
+host parsimony and asynchronous flushes through the arguments RUNNER passes: they are no settings of a run)
 and the rate is measured between the first and the last printed generation, so start-up (data,
 kernels, initial state) is not counted; "median" is the median rate over the printed intervals (less
 moved by a stall such as a first-use kernel compile or a busy host). The numpy backend runs few generations: it is slow on these
 sizes. Configurations (CONFIGS): batched or per-chain ("chain", the code before batching), fp64 or
 fp32, with MrBayes' default moves or without ParsSPR ("-nopars"); "gpu-cpupars": ParsSPR's parsimony in numpy
-instead of on the GPU (MBGPU_GPU_PARSIMONY=0); "gpu-async", "gpu-async-p4": MBGPU_ASYNC_FLUSH=1 (two and
-four pipeline groups).
+instead of on the GPU (build_runs' gpu_parsimony=False); "gpu-async", "gpu-async-p4": asynchronous flushes
+(choose_backend's asynchronous=True; two and four pipeline groups).
 
     python3 benchmarks/mcmc_gpu.py [--gpu-gens 200] [--cpu-gens 12] [--cases dna,protein]
                                    [--configs gpu,gpu-chain,...] [--scale 1.0] [--profile gpu-nopars]
@@ -17,6 +18,7 @@ four pipeline groups).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -38,7 +40,7 @@ CASES = {
                     prset="prset aamodelpr=fixed(wag);",
                     spec=ModelSpec(datatype="protein", aamodel="wag", rates="gamma", alpha=0.5)),
 }
-# label -> (MBGPU_BACKEND, MBGPU_SAMPLER, extra `set` options, ParsSPR in the move mix)
+# label -> (`--backend=`, PartFactory's mode, extra `set` options, ParsSPR in the move mix)
 # "chain" = the per-chain path (one backend instance per chain, calls per proposal): the code before batching.
 # "-nopars": ParsSPR's weight set to 0 (its parsimony runs on the host and dominates at these sizes).
 CONFIGS = {
@@ -51,30 +53,42 @@ CONFIGS = {
     "gpu-single-nopars": ("gpu", "batched", "beagleprecision=single", False),
     "gpu-chain-nopars": ("gpu", "chain", "", False),
     "cpu-nopars": ("cpu", "batched", "", False),
-    "gpu-nopars-p2": ("gpu", "batched", "", False),      # MBGPU_PIPELINE=2: two groups, launch overlaps proposals
+    "gpu-nopars-p2": ("gpu", "batched", "", False),      # groups=2: two groups, launch overlaps proposals
     "gpu-p2": ("gpu", "batched", "", True),              # the same with MrBayes' default moves
-    "gpu-p1": ("gpu", "batched", "", True),              # MBGPU_PIPELINE=1: one flush per generation
-    "gpu-cpupars": ("gpu", "batched", "", True),         # ParsSPR's parsimony in numpy (MBGPU_GPU_PARSIMONY=0)
-    "gpu-async": ("gpu", "batched", "", True),           # MBGPU_ASYNC_FLUSH=1 (page-locked flushes, events)
+    "gpu-p1": ("gpu", "batched", "", True),              # groups=1: one flush per generation
+    "gpu-cpupars": ("gpu", "batched", "", True),         # ParsSPR's parsimony in numpy (gpu_parsimony=False)
+    "gpu-async": ("gpu", "batched", "", True),           # asynchronous=True (page-locked flushes, events)
     "gpu-async-p4": ("gpu", "batched", "", True),        # the same with four pipeline groups
 }
-PIPELINE = {"gpu-nopars-p2": "2", "gpu-p2": "2", "gpu-p1": "1", "gpu-async-p4": "4"}   # others: the default
-ENV = {"gpu-cpupars": {"MBGPU_GPU_PARSIMONY": "0"}, "gpu-async": {"MBGPU_ASYNC_FLUSH": "1"},
-       "gpu-async-p4": {"MBGPU_ASYNC_FLUSH": "1"}}
-RUNNER = """import sys
-if sys.argv[2] == "0":
+PIPELINE = {"gpu-nopars-p2": 2, "gpu-p2": 2, "gpu-p1": 1, "gpu-async-p4": 4}   # others: the default (2)
+HOST_PARSIMONY = {"gpu-cpupars"}
+ASYNC = {"gpu-async", "gpu-async-p4"}
+# argv: block, knobs (JSON: pars, sampler, groups, gpu_parsimony, asynchronous), profile file, backend. The
+# knobs are arguments of mbgpu's functions (no settings of a run), bound here before the run starts.
+RUNNER = """import functools, json, sys
+knobs = json.loads(sys.argv[2])
+if not knobs["pars"]:
     import mbgpu.moves.pars_spr as m
     m.ParsSPR.weight = 0.0
+import mbgpu.likelihood.select as select
+import mbgpu.sampler.batch_step as batch_step
+import mbgpu.sampler.mc3 as mc3
+import mbgpu.sampler.setup as setup
+setup.PartFactory = functools.partial(batch_step.PartFactory, mode=knobs["sampler"])
+setup.build_runs = functools.partial(setup.build_runs, gpu_parsimony=knobs["gpu_parsimony"])
+select.choose_backend = functools.partial(select.choose_backend, asynchronous=knobs["asynchronous"])
+if knobs["groups"]:
+    mc3.step_generation = functools.partial(batch_step.step_generation, groups=knobs["groups"])
+from mbgpu.cli import main
+argv = ["--backend=" + sys.argv[4], sys.argv[1]]
 if sys.argv[3]:
     import cProfile, pstats
-    from mbgpu.cli import main
     prof = cProfile.Profile()
-    code = prof.runcall(main, [sys.argv[1]])
+    code = prof.runcall(main, argv)
     with open(sys.argv[3], "w") as f:
         pstats.Stats(prof, stream=f).sort_stats("tottime").print_stats(30)
     sys.exit(code)
-from mbgpu.cli import main
-sys.exit(main([sys.argv[1]]))
+sys.exit(main(argv))
 """
 
 
@@ -133,12 +147,11 @@ def run_config(folder: str, case: dict, data: str, label: str, ngen: int, timeou
     block = os.path.join(work, "run.nex")
     with open(block, "w", encoding="ascii") as f:
         f.write(mcmc_block(case, data, ngen, printfreq, extra))
-    env = dict(os.environ, MBGPU_BACKEND=backend, MBGPU_SAMPLER=sampler, PYTHONUNBUFFERED="1",
-               **ENV.get(label, {}))
-    if label in PIPELINE:
-        env["MBGPU_PIPELINE"] = PIPELINE[label]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    knobs = {"pars": pars, "sampler": sampler, "groups": PIPELINE.get(label),
+             "gpu_parsimony": label not in HOST_PARSIMONY, "asynchronous": label in ASYNC}
     start = time.time()
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, block, "1" if pars else "0", profile], cwd=work,
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, block, json.dumps(knobs), profile, backend], cwd=work,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stamps, lines = [], []
     for line in proc.stdout:

@@ -49,9 +49,10 @@ def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: st
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "run.nex"), "w", encoding="ascii") as f:
         f.write(block(data, case, ngen))
-    env = dict(os.environ, MBGPU_BACKEND=backend, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
     start = time.time()
-    proc = subprocess.Popen(launcher(n) + [sys.executable, "-m", "mbgpu.mpi", "run.nex"], cwd=work, env=env,
+    proc = subprocess.Popen(launcher(n) + [sys.executable, "-m", "mbgpu.mpi", "--backend=%s" % backend, "run.nex"],
+                            cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stamps, lines = [], []
     for line in proc.stdout:

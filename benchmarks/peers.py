@@ -81,6 +81,14 @@ DATASETS = {
                      model="GTR+I+G4"),
     "dna50x2k": dict(case="dna", n_taxa=50, n_sites=2_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
     "dna64x50k": dict(case="dna", n_taxa=64, n_sites=50_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
+    # sizes between, for where the GPU starts to beat the CPU (mbgpu.likelihood.select's threshold)
+    "dna50x500": dict(case="dna", n_taxa=50, n_sites=500, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
+    "dna50x5k": dict(case="dna", n_taxa=50, n_sites=5_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
+    "dna50x10k": dict(case="dna", n_taxa=50, n_sites=10_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
+    "prot40x500": dict(case="protein", n_taxa=40, n_sites=500, seed=5, lset="lset rates=gamma;",
+                       prset="prset aamodelpr=fixed(wag);", model="WAG+G4"),
+    "prot40x2k": dict(case="protein", n_taxa=40, n_sites=2_000, seed=5, lset="lset rates=gamma;",
+                      prset="prset aamodelpr=fixed(wag);", model="WAG+G4"),
     "prot60x5k": dict(case="protein", n_taxa=60, n_sites=5_000, seed=5, lset="lset rates=gamma;",
                       prset="prset aamodelpr=fixed(wag);", model="WAG+G4"),
     "prot40x20k": dict(case="protein", n_taxa=40, n_sites=20_000, seed=5, lset="lset rates=gamma;",
@@ -249,7 +257,6 @@ class Runner:
         if program == "mbgpu":
             self.env.update(mbgpu_env)
             self.env["PYTHONUNBUFFERED"] = "1"
-            self.env["MBGPU_BACKEND"] = self.spec["backend"]
             self.argv = [args.python, "-m", "mbgpu", "--backend=%s" % self.spec["backend"]]
         else:
             binary = os.path.join(args.peers_dir, "bin", "mb" if program == "mb" else "mb-double")

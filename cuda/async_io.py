@@ -1,5 +1,6 @@
-"""Asynchronous host<->device traffic for the batched sampler (MBGPU_ASYNC_FLUSH=1): page-locked staging
-buffers, and one event per flush tag so a flush's results can be waited for on their own.
+"""Asynchronous host<->device traffic for the batched sampler (`asynchronous=True` of
+mbgpu.cuda.backend.backend_factory, CudaBackend and GpuParsimony; off by default until measured on a GPU):
+page-locked staging buffers, and one event per flush tag so a flush's results can be waited for on their own.
 
 With synchronous copies on the legacy default stream, uploading group g+1's flush waits for group g's
 kernels and reading group g's sums waits for every flush queued after it, so the host cannot decide for
@@ -13,20 +14,7 @@ pycuda is imported inside functions only.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
-
-from mbgpu.errors import CommandError
-
-
-def async_flush_enabled(env=None) -> bool:
-    """MBGPU_ASYNC_FLUSH: 1 = page-locked asynchronous flushes and ParsSPR on its own stream; 0 (default)
-    = synchronous copies (what was measured on the H200 so far)."""
-    value = (os.environ if env is None else env).get("MBGPU_ASYNC_FLUSH", "0").strip() or "0"
-    if value not in ("0", "1"):
-        raise CommandError("MBGPU_ASYNC_FLUSH must be 0 or 1, not %r" % value)
-    return value == "1"
 
 
 class HostStaging:

@@ -18,8 +18,8 @@ import numpy as np
 from mbgpu.errors import DeviceError
 from mbgpu.likelihood.protocol import NONE, InstanceSpec
 
-from .async_io import HostStaging, async_flush_enabled
-from .batch import pack_flush, root_job_arrays, schedule_levels, scale_job_arrays
+from .async_io import HostStaging
+from .batch import ROOT_JOB_WIDTH, SCALE_JOB_WIDTH, pack_flush, root_job_arrays, schedule_levels, scale_job_arrays
 from .memory_plan import check_fits, plan_instance, real_bytes
 
 MAX_GRID_Y = 65535
@@ -55,7 +55,8 @@ class CudaBackend:
     """One likelihood instance on one GPU; see the module docstring and mbgpu.likelihood.protocol."""
 
     def __init__(self, spec: InstanceSpec, *, device=None, precision: str = "double",
-                 pattern_block: int | None = None, min_blocks: int | None = None, chains: int = 1):
+                 pattern_block: int | None = None, min_blocks: int | None = None, chains: int = 1,
+                 asynchronous: bool = False):
         from .context import Device, open_device
 
         if spec.n_categories > 32 or spec.n_states > 64:
@@ -76,7 +77,7 @@ class CudaBackend:
         self._compat_ready = False
         self._schedule_cache: dict = {}
         self._scratch: dict = {}
-        self.staging = HostStaging() if async_flush_enabled() else None   # MBGPU_ASYNC_FLUSH=1
+        self.staging = HostStaging() if asynchronous else None   # page-locked asynchronous flushes (async_io)
         self.blocks_per_sm = 16            # pattern tiles are spread over about this many blocks per SM
         with self.dev:
             self._load_kernels()
@@ -92,6 +93,10 @@ class CudaBackend:
                          ("likelihood_partials.cu", "likelihood_root.cu", "likelihood_matrices.cu")]
         self.k_partials = self._modules[0].get_function("update_partials")
         self.k_partials.prepare("PqqqPPPPPP")
+        jobs = load_module(self.dev, "likelihood_partials.cu", dict(self.defines, COHERENT_LOADS=1))
+        self._modules.append(jobs)
+        self.k_jobs = jobs.get_function("update_partials_jobs")
+        self.k_jobs.prepare("PPqqPPPPPP")
         self.k_root = self._modules[1].get_function("root_lnl")
         self.k_root.prepare("PPqqPPPPPPPPPP")
         self.k_scale = self._modules[1].get_function("scale_jobs")
@@ -103,7 +108,8 @@ class CudaBackend:
         self.partials_shared = 2 * self.mat_shared + c * self.pattern_block * r
         if s >= WIDE_STATES:                  # the output tile of the wide-row path (likelihood_partials.cu)
             self.partials_shared += c * self.pattern_block * (s + 1) * r
-        for fn, size in ((self.k_partials, self.partials_shared), (self.k_root, self.mat_shared)):
+        for fn, size in ((self.k_partials, self.partials_shared), (self.k_jobs, self.partials_shared),
+                         (self.k_root, self.mat_shared)):
             if size > 48 * 1024:
                 fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, size)
         self.n_sm = self.dev.device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
@@ -310,6 +316,19 @@ class CudaBackend:
             spec.n_tips, self.d_partials, self._tip_partials_ptr(), self.d_tip_states, self.d_tip_index,
             self.d_matrices, self.d_scale, shared_size=self.partials_shared)
 
+    def launch_jobs(self, d_ops, d_spans, n_jobs: int, stream=None) -> None:
+        """One launch of every job's operations (update_partials_jobs): blockIdx.y = job, each block
+        walks its job's operations child-first over its own pattern tiles."""
+        spec = self.spec
+        n_tiles = -(-spec.n_patterns // self.pattern_block)
+        for first in range(0, n_jobs, MAX_GRID_Y):
+            n = min(MAX_GRID_Y, n_jobs - first)
+            gx = int(min(n_tiles, max(1, -(-self.blocks_per_sm * self.n_sm // n))))
+            self.k_jobs.prepared_async_call(
+                (gx, n), (self.pattern_block, spec.n_categories, 1), stream, d_ops, d_spans + 16 * first,
+                spec.n_patterns, spec.n_tips, self.d_partials, self._tip_partials_ptr(), self.d_tip_states,
+                self.d_tip_index, self.d_matrices, self.d_scale, shared_size=self.partials_shared)
+
     # ------------------------------------------------------------------ one generation, one copy
     def batch_launch(self, matrix_groups, ops: np.ndarray, counts, scale_jobs, root_calls, tag: str = ""):
         """A whole flush of the batched sampler: matrices [(eigen, rates, indices, lengths)], operations in
@@ -320,8 +339,15 @@ class CudaBackend:
         device-to-host copy). `tag` keeps the buffers of flushes in flight at the same time apart.
         """
         s, c = self.spec.n_states, self.spec.n_categories
-        flush = pack_flush(matrix_groups, ops, scale_jobs, root_calls, s, c)
+        return self.launch_packed(pack_flush(matrix_groups, ops, scale_jobs, root_calls, s, c, counts), tag)
+
+    def launch_packed(self, flush, tag: str = ""):
+        """batch_launch of a flush already packed (mbgpu.cuda.batch.PackedFlush, the layout pack_flush
+        writes; the compiled sampler core writes it directly): the copy up and every launch, queued."""
+        s, c = self.spec.n_states, self.spec.n_categories
         blob, sizes, n_mat, params = flush.blob, flush.sizes, flush.n_mat, flush.params
+        counts = flush.counts
+        n_scale_jobs, n_roots = sizes[3] // SCALE_JOB_WIDTH, sizes[5] // ROOT_JOB_WIDTH
         n_int = sum(sizes)
         p = self.spec.n_patterns
         gx = int(min(-(-p // ROOT_BLOCK), 1024))
@@ -337,34 +363,36 @@ class CudaBackend:
             at = np.cumsum([0] + sizes) * 8 + base            # byte addresses of the int sections
             real0 = base + 8 * n_int
             if n_mat:
-                n_e, total = len(matrix_groups), n_mat * c * s * s
+                n_e, total = flush.n_eig, n_mat * c * s * s
                 grid = (int(min(-(-total // 256), 8 * self.n_sm * 8)), 1)
                 self.k_matrices.prepared_async_call(grid, (256, 1, 1), None, n_mat, int(at[0]), real0, int(at[1]),
                                                     real0 + 8 * n_mat, real0 + 8 * (n_mat + n_e * (s + 2 * s * s)),
                                                     self.d_matrices)
+            if sizes[6]:
+                self.launch_jobs(int(at[2]), int(at[6]), sizes[6] // 2)
             first = 0
             for count in counts:
                 for start in range(first, first + count, MAX_GRID_Y):
                     self.launch_level(int(at[2]), start, min(MAX_GRID_Y, first + count - start))
                 first += count
-            if len(scale_jobs):
-                grid = (int(min(-(-p // 256), 4 * self.n_sm)), len(scale_jobs))
+            if n_scale_jobs:
+                grid = (int(min(-(-p // 256), 4 * self.n_sm)), n_scale_jobs)
                 self.k_scale.prepared_async_call(grid, (256, 1, 1), None, self.d_scale, p, int(at[3]), int(at[4]))
             d_params = real0 + 8 * flush.params_at
-            d_sums = self._work("root_sums" + tag, 16 * gx * len(root_calls))
-            self.k_root.prepared_async_call((gx, len(root_calls)), (ROOT_BLOCK, 1, 1), None, int(at[5]), d_params, p,
+            d_sums = self._work("root_sums" + tag, 16 * gx * n_roots)
+            self.k_root.prepared_async_call((gx, n_roots), (ROOT_BLOCK, 1, 1), None, int(at[5]), d_params, p,
                                             self.spec.n_tips, self.d_partials, self._tip_partials_ptr(),
                                             self.d_tip_states, self.d_tip_index, self.d_matrices, self.d_scale,
                                             compat, self.d_weights, 0, d_sums, shared_size=self.mat_shared)
             if self.staging is not None:              # the sums come back right behind this flush's root kernel
-                out = self.staging.download("sums" + tag, d_sums, 16 * gx * len(root_calls))
+                out = self.staging.download("sums" + tag, d_sums, 16 * gx * n_roots)
                 self.staging.record(tag)
-                return (d_sums, len(root_calls), gx, (tag, out))
-        return (d_sums, len(root_calls), gx)
+                return (d_sums, n_roots, gx, (tag, out))
+        return (d_sums, n_roots, gx)
 
     def batch_fetch(self, handle) -> list[float]:
         """The root log likelihoods of a batch_launch (waits for its launches: one small copy; with
-        MBGPU_ASYNC_FLUSH=1 for this flush's event only)."""
+        an asynchronous backend for this flush's event only)."""
         import pycuda.driver as drv
 
         d_sums, n_calls, gx = handle[:3]
@@ -497,16 +525,20 @@ def compensated_total(pairs: np.ndarray) -> float:
     return math.fsum(pairs.ravel().tolist())
 
 
-def backend_factory(*, device=None, precision: str = "double"):
-    """A factory InstanceSpec -> CudaBackend sharing one opened device (for PartitionLikelihood)."""
+def backend_factory(*, device=None, precision: str = "double", asynchronous: bool = False):
+    """A factory InstanceSpec -> CudaBackend sharing one opened device (for PartitionLikelihood).
+
+    `device`: a Device or a device index (None: device 0); `asynchronous`: page-locked asynchronous
+    flushes (mbgpu.cuda.async_io; off by default until measured on a GPU)."""
     from .context import Device, open_device
 
     dev = device if isinstance(device, Device) else open_device(device)
 
     def make(spec: InstanceSpec) -> CudaBackend:
-        return CudaBackend(spec, device=dev, precision=precision)
+        return CudaBackend(spec, device=dev, precision=precision, asynchronous=asynchronous)
 
     make.device = dev          # other GPU work of the run (ParsSPR's parsimony) goes to the same device
+    make.asynchronous = asynchronous    # ... and is asynchronous when the flushes are
     return make
 
 

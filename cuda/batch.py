@@ -156,18 +156,23 @@ def root_job_arrays(calls, n_states: int, n_categories: int) -> tuple[np.ndarray
 @dataclass(frozen=True)
 class PackedFlush:
     """A batched flush as one int64 blob: int sections (matrix indices, their eigensystem numbers, ops,
-    scale table, scale indices, root jobs; lengths in `sizes`), then the reals viewed as int64 (edge
-    lengths, eigensystems, category rates, root parameters, which start `params_at` reals in)."""
+    scale table, scale indices, root jobs, job spans; lengths in `sizes`), then the reals viewed as
+    int64 (edge lengths, `n_eig` eigensystems, their category rates, root parameters, which start
+    `params_at` reals in). Ops come either grouped by dependency level (`counts` per level, no job
+    spans: one launch per level) or job by job, each child-first, with (first op, count) per job in
+    the spans section (one launch for all of them: update_partials_jobs)."""
 
     blob: np.ndarray
     sizes: list
     n_mat: int
     params: np.ndarray
     params_at: int
+    n_eig: int
+    counts: list
 
 
 def pack_flush(matrix_groups, ops: np.ndarray, scale_jobs, root_calls, n_states: int,
-               n_categories: int) -> PackedFlush:
+               n_categories: int, counts=()) -> PackedFlush:
     """Pack a whole flush (CudaBackend.batch_launch's arguments) for ONE host-to-device copy; each
     section is built as a list and converted once."""
     idx, lengths, eig_of, eigens, rates = [], [], [], [], []
@@ -181,10 +186,27 @@ def pack_flush(matrix_groups, ops: np.ndarray, scale_jobs, root_calls, n_states:
     scale_table, scale_flat = _scale_sections(scale_jobs)
     root_table, params = _root_sections(root_calls)
     ops = np.ascontiguousarray(ops, dtype=np.int64).reshape(-1, 7)
-    sizes = [len(idx), len(eig_of), ops.size, len(scale_table), len(scale_flat), len(root_table)]
+    sizes = [len(idx), len(eig_of), ops.size, len(scale_table), len(scale_flat), len(root_table), 0]
     params = np.concatenate(params) if params else np.zeros(0)
     reals = np.concatenate([np.array(lengths, dtype=np.float64)] + eigens + rates + [params])
     blob = np.concatenate([np.array(idx + eig_of, dtype=np.int64), ops.ravel(),
                            np.array(scale_table + scale_flat + root_table, dtype=np.int64), reals.view(np.int64)])
     return PackedFlush(blob, sizes, int(sizes[0]), params.reshape(len(root_calls), n_states + n_categories + 2),
-                       reals.size - params.size)
+                       reals.size - params.size, len(matrix_groups), list(counts))
+
+
+def unpack_flush(flush: PackedFlush, n_states: int, n_categories: int) -> dict:
+    """The sections of a packed flush as arrays (the inverse of pack_flush; tests and host replays):
+    mat_index, eigen_of, ops (n, 7), counts, scale_table (n, 5), scale_index, root_jobs (n, 4), spans
+    (n, 2), lengths,
+    eigens (n_eig, S + 2 S^2), rates (n_eig, C), params (n_roots, S + C + 2)."""
+    s, c = n_states, n_categories
+    ints = np.split(flush.blob[:sum(flush.sizes)], np.cumsum(flush.sizes)[:-1])
+    reals = flush.blob[sum(flush.sizes):].view(np.float64)
+    n_mat, n_eig = flush.n_mat, flush.n_eig
+    return {"mat_index": ints[0], "eigen_of": ints[1], "ops": ints[2].reshape(-1, 7), "counts": list(flush.counts),
+            "scale_table": ints[3].reshape(-1, SCALE_JOB_WIDTH), "scale_index": ints[4],
+            "root_jobs": ints[5].reshape(-1, ROOT_JOB_WIDTH), "spans": ints[6].reshape(-1, 2), "lengths": reals[:n_mat],
+            "eigens": reals[n_mat:n_mat + n_eig * (s + 2 * s * s)].reshape(n_eig, s + 2 * s * s),
+            "rates": reals[n_mat + n_eig * (s + 2 * s * s):flush.params_at].reshape(n_eig, c),
+            "params": reals[flush.params_at:].reshape(-1, s + c + 2)}

@@ -12,15 +12,15 @@ import tempfile
 from pathlib import Path
 
 from mbgpu.errors import DeviceError
+from mbgpu.user_cache import user_cache_dir
 
 from . import KERNEL_DIR
 
 
 def cache_dir() -> Path:
-    """$MBGPU_KERNEL_CACHE, else ~/.cache/mbgpu/kernels."""
-    root = os.environ.get("MBGPU_KERNEL_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "mbgpu", "kernels")
-    path = Path(root)
+    """The cubin cache: `kernels` in mbgpu's user cache folder (mbgpu.user_cache: $XDG_CACHE_HOME/mbgpu,
+    else ~/.cache/mbgpu), beside numba's cache of the CPU code."""
+    path = Path(user_cache_dir("kernels"))
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -1,11 +1,10 @@
-"""Explicit CUDA device selection (never pycuda.autoinit): open a device, run inside its context.
+"""Explicit CUDA device selection (never pycuda.autoinit): open a device by index, run inside its context.
 
 A `Device` holds the primary context of one GPU; use it as a context manager around work so the
 context is pushed and popped on the calling thread.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from mbgpu.errors import DeviceError
@@ -58,7 +57,7 @@ class Device:
         drv = _driver()
         count = drv.Device.count()
         if index is None:
-            index = int(os.environ.get("MBGPU_DEVICE", "0"))
+            index = 0
         if not 0 <= index < count:
             raise DeviceError("CUDA device %d does not exist (%d visible)" % (index, count))
         self.index = index
@@ -92,5 +91,6 @@ class Device:
 
 
 def open_device(index: int | None = None) -> Device:
-    """Open GPU `index` (default: $MBGPU_DEVICE or 0) without making it current."""
+    """Open GPU `index` (None: device 0; the caller picks: the MPI layer one per rank, mbgpu.mpi.devices,
+    a tool its --device) without making it current. CUDA_VISIBLE_DEVICES decides what the indices name."""
     return Device(index)

@@ -32,13 +32,23 @@ typedef unsigned long long u64;
 #define MSTRIDE ((((STATES) + 1 + VW - 1) / VW) * VW)
 #define MAT_SHARED ((size_t)CATEGORIES * STATES * MSTRIDE)   // REALs per matrix (all categories)
 
+// Loads of partials go through the read-only cache (__ldg) unless the module is built with
+// COHERENT_LOADS=1: update_partials_jobs reads, in one kernel, partials that the same kernel wrote.
+#if defined(COHERENT_LOADS) && COHERENT_LOADS
+#define LDG(p) (*(p))
+#define LOAD_RESTRICT
+#else
+#define LDG(p) __ldg(p)
+#define LOAD_RESTRICT __restrict__
+#endif
+
 // Load STATES contiguous REALs (16-byte vectors when the row is 16-byte aligned).
-__device__ __forceinline__ void load_row(const REAL* __restrict__ src, REAL (&x)[STATES]) {
+__device__ __forceinline__ void load_row(const REAL* LOAD_RESTRICT src, REAL (&x)[STATES]) {
     if constexpr (sizeof(REAL) == 8 && STATES % 2 == 0) {
         const double2* q = reinterpret_cast<const double2*>(src);
 #pragma unroll
         for (int j = 0; j < STATES / 2; ++j) {
-            double2 v = __ldg(q + j);
+            double2 v = LDG(q + j);
             x[2 * j] = (REAL)v.x;
             x[2 * j + 1] = (REAL)v.y;
         }
@@ -46,7 +56,7 @@ __device__ __forceinline__ void load_row(const REAL* __restrict__ src, REAL (&x)
         const float4* q = reinterpret_cast<const float4*>(src);
 #pragma unroll
         for (int j = 0; j < STATES / 4; ++j) {
-            float4 v = __ldg(q + j);
+            float4 v = LDG(q + j);
             x[4 * j] = (REAL)v.x;
             x[4 * j + 1] = (REAL)v.y;
             x[4 * j + 2] = (REAL)v.z;
@@ -54,7 +64,7 @@ __device__ __forceinline__ void load_row(const REAL* __restrict__ src, REAL (&x)
         }
     } else {
 #pragma unroll
-        for (int j = 0; j < STATES; ++j) x[j] = __ldg(src + j);
+        for (int j = 0; j < STATES; ++j) x[j] = LDG(src + j);
     }
 }
 

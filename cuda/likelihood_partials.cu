@@ -214,14 +214,14 @@ __device__ void update_tiles_wide(const Child& a, const REAL* ma, const Child& b
 #define PARTIALS_BOUNDS __launch_bounds__(PATTERN_BLOCK * CATEGORIES)
 #endif
 
-extern "C" __global__ void PARTIALS_BOUNDS
-update_partials(const i64* __restrict__ ops, i64 first_op, i64 n_patterns, i64 n_tips, REAL* partials,
-                const REAL* __restrict__ tip_partials, const unsigned char* __restrict__ tip_states,
-                const i64* __restrict__ tip_index, const REAL* __restrict__ matrices, double* scale) {
-    extern __shared__ __align__(16) unsigned char smem_raw[];
-    REAL* sm = reinterpret_cast<REAL*>(smem_raw);            // child1 and child2 matrices
+// One operation for this block's pattern tiles (the caller has synchronised the block before it:
+// the matrices go into shared memory here).
+__device__ __forceinline__ void run_op(const i64* op, i64 n_patterns, i64 n_tips, REAL* partials,
+                                       const REAL* __restrict__ tip_partials,
+                                       const unsigned char* __restrict__ tip_states,
+                                       const i64* __restrict__ tip_index, const REAL* __restrict__ matrices,
+                                       double* scale, REAL* sm) {
     REAL* smax = sm + 2 * MAT_SHARED;                         // [CATEGORIES][PATTERN_BLOCK]
-    const i64* op = ops + (size_t)(first_op + (i64)blockIdx.y) * OP_WIDTH;
     const i64 dest = op[0], sw = op[1], sr = op[2];
     const i64 mats[2] = {op[4], op[6]};
     load_matrices_shared(sm, matrices, mats, 2);
@@ -255,4 +255,35 @@ update_partials(const i64* __restrict__ ops, i64 first_op, i64 n_patterns, i64 n
         update_tiles<false, false>(a, ma, b, mb, out, n_patterns, sw, sr, scale, smax);
     }
 #endif
+}
+
+// One dependency level: blockIdx.y = operation within the level.
+extern "C" __global__ void PARTIALS_BOUNDS
+update_partials(const i64* __restrict__ ops, i64 first_op, i64 n_patterns, i64 n_tips, REAL* partials,
+                const REAL* __restrict__ tip_partials, const unsigned char* __restrict__ tip_states,
+                const i64* __restrict__ tip_index, const REAL* __restrict__ matrices, double* scale) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    REAL* sm = reinterpret_cast<REAL*>(smem_raw);            // child1 and child2 matrices, then smax
+    run_op(ops + (size_t)(first_op + (i64)blockIdx.y) * OP_WIDTH, n_patterns, n_tips, partials, tip_partials,
+           tip_states, tip_index, matrices, scale, sm);
+}
+
+// Every operation of a generation in ONE launch: blockIdx.y = a chain's job, whose operations are
+// ops[spans[2y] .. spans[2y] + spans[2y + 1]) in child-first order. A node's pattern tile depends only on
+// the same tile of its children, which this block wrote in an earlier iteration with the same tile
+// assignment, so jobs and tiles need no synchronisation across blocks (no launch per tree level).
+extern "C" __global__ void PARTIALS_BOUNDS
+update_partials_jobs(const i64* __restrict__ ops, const i64* __restrict__ spans, i64 n_patterns, i64 n_tips,
+                     REAL* partials, const REAL* __restrict__ tip_partials,
+                     const unsigned char* __restrict__ tip_states, const i64* __restrict__ tip_index,
+                     const REAL* __restrict__ matrices, double* scale) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    REAL* sm = reinterpret_cast<REAL*>(smem_raw);
+    const i64 first = spans[2 * (size_t)blockIdx.y], count = spans[2 * (size_t)blockIdx.y + 1];
+    for (i64 k = 0; k < count; ++k) {
+        __syncthreads();                        // the previous operation is done with the shared matrices
+        run_op(ops + (size_t)(first + k) * OP_WIDTH, n_patterns, n_tips, partials, tip_partials, tip_states,
+               tip_index, matrices, scale, sm);
+        __threadfence_block();
+    }
 }

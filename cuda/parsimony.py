@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbgpu.moves.parsimony import rooted_children, rooted_order
+from mbgpu.tree_walks import rooted_children, rooted_order
 
 BLOCK = 128
 
@@ -66,17 +66,18 @@ def segment(n_states: int) -> int:
 
 
 class GpuParsimony:
-    """ParsSPR's costs on one device (an mbgpu.cuda.context.Device). With MBGPU_ASYNC_FLUSH=1 each call
-    runs on a stream of its own that does not wait for the likelihood flushes queued on the default
-    stream (CU_STREAM_NON_BLOCKING), through page-locked buffers."""
+    """ParsSPR's costs on one device (an mbgpu.cuda.context.Device). With `asynchronous=True` (as the
+    likelihood's flushes, mbgpu.cuda.async_io) each call runs on a stream of its own that does not wait
+    for the likelihood flushes queued on the default stream (CU_STREAM_NON_BLOCKING), through page-locked
+    buffers."""
 
-    def __init__(self, device):
-        from .async_io import HostStaging, async_flush_enabled
+    def __init__(self, device, *, asynchronous: bool = False):
+        from .async_io import HostStaging
 
         self.device = device
         self._fns: dict[int, object] = {}
         self._sets: list[_PatternSet] = []
-        self.staging = HostStaging() if async_flush_enabled() else None
+        self.staging = HostStaging() if asynchronous else None
         self._stream = None
 
     def _pattern_set(self, planes: np.ndarray, n_tips: int, n_patterns: int) -> _PatternSet:

@@ -60,7 +60,7 @@ def adopt_run_count(settings) -> None:
 def run_mcmc(interp) -> None:
     """Build the chains, report their starting states, run MC3, write the files, print the summary."""
     from mbgpu.checkpoint.session import CheckpointSession
-    from mbgpu.likelihood.select import choose_backend
+    from mbgpu.likelihood.select import choose_backend, data_work
     from mbgpu.sampler.mc3 import MC3, RunOptions
     from mbgpu.sampler.setup import build_runs
     from mbgpu.sampler.sink import FileSink
@@ -88,7 +88,7 @@ def run_mcmc(interp) -> None:
     report_patterns(con, sets)
     opts = RunOptions.from_settings(s.mcmc)
     ckp.check_inputs(s, sets, opts)
-    factory = choose_backend(s.options, con) if s.mcmc.get("Data", "Yes") == "Yes" else None
+    factory = choose_backend(s.options, con, work=data_work(sets)) if s.mcmc.get("Data", "Yes") == "Yes" else None
     runs, params = build_runs(s, sets, opts, factory, s.options["Seed"])
     ckp.restore_chains(runs)
     for r, chains in enumerate(runs):

@@ -13,7 +13,7 @@ from .errors import MbgpuError
 from .subcommands import SUBCOMMANDS
 from .version import __version__
 
-USAGE = """usage: mbgpu [-i] [--backend=cpu|gpu] [FILE ...]
+USAGE = """usage: mbgpu [-i] [--backend=auto|cpu|gpu] [FILE ...]
        mbgpu {align,ssv,potential} ...   (see mbgpu TOOL -h)
        mbgpu --devices | -v | -h
 
@@ -22,7 +22,8 @@ Executes the NEXUS FILEs (data blocks and mrbayes blocks) in order, like MrBayes
   -v          print the version
   -h          this help; `help` at the prompt lists the commands
   --devices   list CUDA devices with their memory
-  --backend=cpu|gpu  force the likelihood backend (overrides set usebeagle/beagledevice)
+  --backend=auto|cpu|gpu  likelihood backend: `set backend=` before the first file; cpu or gpu
+              overrides set usebeagle/beagledevice, auto (the default) follows them
 tools:
 %s""" % "\n".join("  %-10s  %s" % (k, v[1]) for k, v in SUBCOMMANDS.items())
 

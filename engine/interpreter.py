@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mbgpu.commands import handlers
 from mbgpu.commands.params import resolve
-from mbgpu.commands.table import build_table
+from mbgpu.commands.table import build_table, table_defaults
 from mbgpu.console import Console
 from mbgpu.errors import CommandError, InputFileError, MbgpuError, NexusError, NotImplementedYet
 from mbgpu.nexus import datablock
@@ -31,7 +31,7 @@ class Interpreter:
 
     def __init__(self, console: Console | None = None):
         self.table = build_table()
-        self.settings = Settings.fresh(self.table)
+        self.settings = Settings.fresh(table_defaults(self.table))
         self.console = console or Console()
         self._data = datablock.DataBlocks()
         self._translate: dict[str, str] = {}

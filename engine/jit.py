@@ -4,9 +4,9 @@ Imported before any kernel is decorated, which is when numba picks the cache loc
 """
 from __future__ import annotations
 
-import os
-
 import numba
+
+from mbgpu.user_cache import user_cache_dir
 
 
 def _cache_in_user_folder() -> None:
@@ -16,8 +16,7 @@ def _cache_in_user_folder() -> None:
     $XDG_CACHE_HOME/mbgpu/numba (~/.cache/mbgpu/numba). Set before the kernels below are decorated,
     which is when numba picks the cache location."""
     if not numba.config.CACHE_DIR:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        numba.config.CACHE_DIR = os.path.join(base, "mbgpu", "numba")
+        numba.config.CACHE_DIR = user_cache_dir("numba")
 
 
 _cache_in_user_folder()

@@ -31,7 +31,7 @@ def _fixed(prior) -> tuple | None:
     return prior.args if prior is not None and prior.kind == "Fixed" else None
 
 
-def _check_supported(d, number: int) -> None:
+def _check_supported(d, number: int, prset_defaults) -> None:
     lset = d.lset
     unsupported = [("Nucmodel", "4by4"), ("Covarion", "No"), ("Nst", None), ("Rates", None)]
     for key, ok in unsupported:
@@ -42,7 +42,7 @@ def _check_supported(d, number: int) -> None:
         raise NotImplementedYet("division %d: lset nst=mixed is not supported yet" % number)
     if lset["Rates"] not in _RATES:
         raise NotImplementedYet("division %d: lset rates=%s is not supported yet" % (number, lset["Rates"]))
-    _check_frequency_prior(d, number)
+    _check_frequency_prior(d, number, prset_defaults["Statefreqpr"])
     aa = d.prset["Aamodelpr"]
     if d.datatype == "protein" and aa.kind != "Fixed":
         raise NotImplementedYet("division %d: prset aamodelpr=%s is not supported yet" % (number, aa.kind))
@@ -62,26 +62,20 @@ def coding(d, number: int) -> str:
 _FREQ_STATES = {"dna": 4, "rna": 4, "protein": 20}
 
 
-def _check_frequency_prior(d, number: int) -> None:
+def _check_frequency_prior(d, number: int, default) -> None:
     """`prset statefreqpr` against the division's datatype, as MrBayes checks it: a Dirichlet takes one
-    value (for all states) or one per state, fixed frequencies one per state. The table's default,
+    value (for all states) or one per state, fixed frequencies one per state. The table's `default`,
     Dirichlet(1,1,1,1), is MrBayes' all-ones default of every datatype (20 ones for protein)."""
     n, prior = _FREQ_STATES.get(d.datatype), d.prset["Statefreqpr"]
     if n is None or prior is None:
         return
     numbers = [a for a in prior.args if not isinstance(a, str)]
-    if prior.kind == "Dirichlet" and len(numbers) not in (1, n) and prior != _default_prior("Statefreqpr"):
+    if prior.kind == "Dirichlet" and len(numbers) not in (1, n) and prior != default:
         raise ModelError("division %d: statefreqpr=%s: %s data needs %d Dirichlet values (or one for all), got %d"
                          % (number, prior, d.datatype.upper() if n == 4 else d.datatype, n, len(numbers)))
     if prior.kind == "Fixed" and numbers and len(numbers) != n:
         raise ModelError("division %d: statefreqpr=%s: %s data needs %d frequencies, got %d"
                          % (number, prior, d.datatype.upper() if n == 4 else d.datatype, n, len(numbers)))
-
-
-def _default_prior(name: str):
-    from mbgpu.commands.table import build_table
-
-    return next(p.default for p in build_table()["prset"].params if p.name == name)
 
 
 def _frequencies(prior, n_states: int, patterns: list[PatternSet], number: int):
@@ -123,9 +117,10 @@ def _aamodel(d, number: int) -> str:
     return name
 
 
-def division_spec(d, number: int, patterns: list[PatternSet]) -> ModelSpec:
-    """The ModelSpec (start or fixed values) of one division; n_states left for the caller."""
-    _check_supported(d, number)
+def division_spec(d, number: int, patterns: list[PatternSet], prset_defaults) -> ModelSpec:
+    """The ModelSpec (start or fixed values) of one division; n_states left for the caller.
+    `prset_defaults`: prset's defaults (Settings.defaults["prset"])."""
+    _check_supported(d, number, prset_defaults)
     lset, prset = d.lset, d.prset
     spec = ModelSpec(datatype=d.datatype, rates=_RATES[lset["Rates"]], ngammacat=int(lset["Ngammacat"]),
                      coding=coding(d, number))
@@ -166,7 +161,7 @@ def build_division_models(settings, pattern_sets: list[list[PatternSet]]) -> lis
 
     out = []
     for i, (d, sets) in enumerate(zip(settings.divisions, pattern_sets), 1):
-        base = division_spec(d, i, sets)
+        base = division_spec(d, i, sets, settings.defaults["prset"])
         specs = [replace(base, n_states=p.n_states) if d.datatype == "standard" else base for p in sets]
         for s in specs:
             s.validate()

@@ -11,21 +11,30 @@ from mbgpu.interpreter import Interpreter
 PROMPT = "mbgpu > "
 
 
-def _parse_args(argv: list[str]) -> tuple[bool, list[str]]:
-    interactive, files = False, []
+BACKENDS = ("auto", "cpu", "gpu")
+
+
+def _parse_args(argv: list[str]) -> tuple[bool, list[str], str | None]:
+    """(interactive, files, `--backend=` value or None)."""
+    interactive, files, backend = False, [], None
     for a in argv:
         if a == "-i":
             interactive = True
         elif a.startswith("--backend="):
-            value = a.split("=", 1)[1].lower()
-            if value not in ("cpu", "gpu"):
-                raise MbgpuError("--backend must be cpu or gpu, not '%s'" % value)
-            os.environ["MBGPU_BACKEND"] = value
+            backend = a.split("=", 1)[1].lower()
+            if backend not in BACKENDS:
+                raise MbgpuError("--backend must be auto, cpu or gpu, not '%s'" % backend)
         elif a.startswith("-") and a != "-":
             raise MbgpuError("unknown option '%s' (see mbgpu -h)" % a)
         else:
             files.append(a)
-    return interactive or not files, files
+    return interactive or not files, files, backend
+
+
+def _set_backend(interp: Interpreter, value: str) -> None:
+    """`--backend=VALUE` is `set backend=VALUE` before the first file (a later `set backend=` wins)."""
+    param = next(p for p in interp.table["set"].params if p.name == "Backend")
+    interp.settings.options["Backend"] = next(c for c in param.choices if c.lower() == value)
 
 
 def _report(err: MbgpuError) -> None:
@@ -99,8 +108,10 @@ def _loop(interp: Interpreter, read) -> int:
 
 def run_cli(argv: list[str]) -> int:
     """`mbgpu [-i] [FILE ...]`: the exit status (0, or 2 after a user error)."""
-    interactive, files = _parse_args(argv)
+    interactive, files, backend = _parse_args(argv)
     interp = Interpreter(Console())
+    if backend is not None:
+        _set_backend(interp, backend)
     try:
         for path in files:
             interp.run_file(path)

@@ -1,6 +1,8 @@
 """Everything the commands have set: data, character sets, partitions, models, priors, run options.
 
-One `Settings` per session, built and changed only by the interpreter's command handlers.
+One `Settings` per session, built and changed only by the interpreter's command handlers. It is plain data:
+it starts from the defaults the command table gives it (mbgpu.commands.table.table_defaults) and knows no
+command.
 """
 from __future__ import annotations
 
@@ -10,12 +12,6 @@ from typing import Any
 import numpy as np
 
 from mbgpu.charmatrix import CharacterMatrix
-from mbgpu.commands.table import CommandSpec
-
-
-def defaults(spec: CommandSpec) -> dict[str, Any]:
-    """Canonical parameter name -> default value of one command."""
-    return {p.name: p.default for p in spec.params}
 
 
 @dataclass
@@ -42,7 +38,7 @@ class TreeRecord:
 class Settings:
     """The state of one mbgpu session."""
 
-    table: dict[str, CommandSpec]
+    defaults: dict[str, dict[str, Any]]   # lower-case command -> parameter -> default (from the table)
     options: dict[str, Any] = field(default_factory=dict)  # `set`
     mcmc: dict[str, Any] = field(default_factory=dict)
     sump: dict[str, Any] = field(default_factory=dict)
@@ -64,20 +60,19 @@ class Settings:
     stored: list = field(default_factory=list)  # commands kept for later (constraint, calibrate, ...)
 
     @classmethod
-    def fresh(cls, table: dict[str, CommandSpec]) -> "Settings":
-        s = cls(table)
-        s.options = defaults(table["set"])
-        s.mcmc = defaults(table["mcmc"])
-        s.sump = defaults(table["sump"])
-        s.sumt = defaults(table["sumt"])
-        s.report = defaults(table["report"])
+    def fresh(cls, defaults: dict[str, dict[str, Any]]) -> "Settings":
+        """Settings at their defaults: `defaults` maps each command to its parameters' defaults."""
+        s = cls(defaults)
+        s.options = dict(defaults["set"])
+        s.mcmc = dict(defaults["mcmc"])
+        s.sump = dict(defaults["sump"])
+        s.sumt = dict(defaults["sumt"])
+        s.report = dict(defaults["report"])
         return s
 
     def new_division(self, columns: np.ndarray, datatype: str) -> Division:
-        lset = defaults(self.table["lset"])
-        prset = defaults(self.table["prset"])
-        lset.pop("Applyto")
-        prset.pop("Applyto")
+        lset = {k: v for k, v in self.defaults["lset"].items() if k != "Applyto"}
+        prset = {k: v for k, v in self.defaults["prset"].items() if k != "Applyto"}
         return Division(np.asarray(columns, dtype=np.int64), datatype, lset, prset)
 
     def set_data(self, matrix: CharacterMatrix, data_file: str) -> None:

@@ -86,10 +86,6 @@ def abort(comm, rank: int, err: BaseException) -> None:
     if text.startswith("mbgpu: error: "):
         text = text[len("mbgpu: error: "):]
     sys.stdout.flush()
-    if os.environ.get("MBGPU_DEBUG"):
-        import traceback
-
-        traceback.print_exception(type(err), err, err.__traceback__)
     print("mbgpu: MPI rank %d: error: %s (aborting all ranks)" % (rank, text), file=sys.stderr, flush=True)
     time.sleep(1.0)     # let the launcher forward the line before MPI_Abort tears the job down
     comm.Abort(2)

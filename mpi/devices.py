@@ -1,18 +1,15 @@
 """Which GPU a rank uses, and compiling kernels once per node.
 
-Rule (documented in docs/hpc.md):
-1. `MBGPU_DEVICE` set: an index (every rank of the node uses it) or a comma list `0,2,3` (local rank i
-   takes entry i mod length) -- the explicit override;
-2. otherwise local rank i (ranks of one node, from an `MPI.COMM_TYPE_SHARED` split) takes device
-   i mod (number of visible devices); under `CUDA_VISIBLE_DEVICES` / `srun --gpus-per-task=1` a rank sees
-   one device, so this is device 0 and several ranks may share one GPU.
-The choice is passed to the backend through `MBGPU_DEVICE` in this process' environment, which
-`mbgpu.cuda.context.open_device()` reads.
+Rule (documented in docs/hpc.md): local rank i (ranks of one node, from an `MPI.COMM_TYPE_SHARED` split)
+takes device i mod (number of visible devices). `CUDA_VISIBLE_DEVICES` says which devices are visible and
+in which order, so `CUDA_VISIBLE_DEVICES=0,2,3` gives local rank i physical device 0, 2 or 3 (i mod 3),
+and under `srun --gpus-per-task=1` a rank sees one device, its own (several ranks may share one GPU).
+The chosen index is passed explicitly to the backend factory (mbgpu.likelihood.select.choose_backend's
+`device`), which opens that device.
 """
 from __future__ import annotations
 
 import os
-from typing import Mapping
 
 from mbgpu.errors import DeviceError
 
@@ -24,41 +21,28 @@ def local_comm(comm):
     return comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
 
 
-def pick_device(local_rank: int, visible: int, env: Mapping[str, str]) -> tuple[int, str]:
-    """(device index, why) for a rank; raises DeviceError for an override that names no visible device.
+def pick_device(local_rank: int, visible: int, cuda_visible: str | None = None) -> tuple[int, str]:
+    """(device index, why) for a rank with `visible` devices (`cuda_visible`: $CUDA_VISIBLE_DEVICES, for
+    the message); raises DeviceError when no device is visible.
 
-    >>> pick_device(3, 2, {})
+    >>> pick_device(3, 2)
     (1, 'local rank 3 of the node, 2 visible devices')
-    >>> pick_device(1, 4, {"MBGPU_DEVICE": "2,3"})
-    (3, 'MBGPU_DEVICE=2,3')
     """
-    text = env.get("MBGPU_DEVICE", "").strip()
-    if text:
-        try:
-            choices = [int(x) for x in text.split(",")]
-        except ValueError:
-            raise DeviceError("MBGPU_DEVICE must be a device index or a comma list of indices, not %r" % text) from None
-        index = choices[local_rank % len(choices)]
-        if not 0 <= index < visible:
-            raise DeviceError("MBGPU_DEVICE=%s names device %d but %d device(s) are visible (CUDA_VISIBLE_DEVICES=%s)"
-                              % (text, index, visible, env.get("CUDA_VISIBLE_DEVICES", "unset")))
-        return index, "MBGPU_DEVICE=%s" % text
     if visible < 1:
         raise DeviceError("no CUDA device is visible to this rank (CUDA_VISIBLE_DEVICES=%s)"
-                          % env.get("CUDA_VISIBLE_DEVICES", "unset"))
+                          % (cuda_visible if cuda_visible is not None else "unset"))
     return local_rank % visible, "local rank %d of the node, %d visible devices" % (local_rank, visible)
 
 
-def assign_device(local_rank: int) -> str:
-    """Choose this rank's GPU, export it as MBGPU_DEVICE, and return a label for the layout table."""
+def assign_device(local_rank: int) -> tuple[int, str]:
+    """This rank's GPU: (device index to pass to the backend factory, label for the layout table)."""
     from mbgpu.cuda.context import list_devices
 
     devices = list_devices()
-    index, _why = pick_device(local_rank, len(devices), os.environ)
-    os.environ["MBGPU_DEVICE"] = str(index)
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    index, _why = pick_device(local_rank, len(devices), visible)
     physical = visible.split(",")[index] if visible and len(visible.split(",")) > index else str(index)
-    return "cuda:%d (%s, physical %s)" % (index, devices[index].name, physical)
+    return index, "cuda:%d (%s, physical %s)" % (index, devices[index].name, physical)
 
 
 def compile_once_per_node(local, build):

@@ -10,14 +10,8 @@ broadcast from rank 0. So the output is byte-identical to the serial run for any
 """
 from __future__ import annotations
 
-import os
-import signal
-
-from mbgpu.errors import CommandError
 from mbgpu.sampler.mc3 import MC3
 from mbgpu.sampler.batch_step import step_generation
-
-FAULT_ENV = "MBGPU_MPI_FAULT"   # "RANK:GEN:raise|kill|usr1" -- for the abort and signal tests only
 
 
 class RemoteChain:
@@ -30,21 +24,6 @@ class RemoteChain:
         self.tree = self.values = self.moves = None
 
 
-def parse_fault(text: str | None) -> tuple[int, int, str] | None:
-    """`MBGPU_MPI_FAULT=1:20:raise` -> (1, 20, 'raise'): rank 1 fails (raise, kill) or gets SIGUSR1 (usr1)
-    at generation 20 (tests)."""
-    if not text:
-        return None
-    try:
-        rank, gen, kind = text.split(":")
-        out = (int(rank), int(gen), kind)
-    except ValueError:
-        raise CommandError("%s must be RANK:GENERATION:raise|kill|usr1, not %r" % (FAULT_ENV, text)) from None
-    if kind not in ("raise", "kill", "usr1"):
-        raise CommandError("%s must end in raise, kill or usr1, not %r" % (FAULT_ENV, kind))
-    return out
-
-
 class DistributedMC3(MC3):
     """MC3 over MPI ranks (see the module docstring); `layout` is an mbgpu.mpi.layout.Layout."""
 
@@ -54,7 +33,6 @@ class DistributedMC3(MC3):
         self.rank = comm.Get_rank()
         self.local = layout.chains_of(self.rank)
         self.led = self.local if layout.leader(self.rank) else []
-        self.fault = parse_fault(os.environ.get(FAULT_ENV))
 
     # -- the loop's hooks -------------------------------------------------------------------------
     def run(self) -> int:
@@ -71,19 +49,8 @@ class DistributedMC3(MC3):
         mine = [[c for r2, c in self.local if r2 == r] for r in runs]
         step_generation([[self.runs[r][c] for c in cs] for r, cs in zip(runs, mine)],
                         [[self.ranks[r][c] for c in cs] for r, cs in zip(runs, mine)], o)
-        self._maybe_fail()
         if (o.nchains > 1 and self.gen % o.swapfreq == 0) or self.gen % o.printfreq == 0:
             self.sync_scalars()
-
-    def _maybe_fail(self) -> None:
-        if self.fault is None or self.fault[0] != self.rank or self.fault[1] != self.gen:
-            return
-        if self.fault[2] == "kill":
-            os.kill(os.getpid(), signal.SIGKILL)
-        if self.fault[2] == "usr1":         # a stop signal that reaches this rank only
-            os.kill(os.getpid(), signal.SIGUSR1)
-            return
-        raise RuntimeError("injected fault (%s) at generation %d" % (FAULT_ENV, self.gen))
 
     # -- collectives ------------------------------------------------------------------------------
     def sync_scalars(self) -> None:

@@ -82,10 +82,9 @@ def distributed_mcmc(s, con, comm, ckp) -> None:
         abort(comm, comm.Get_rank(), err)
 
 
-def _backend(s, con, comm, layout):
-    """(factory or None, device label, node communicator); the GPU is chosen per local rank."""
-    import os
-
+def _backend(s, con, comm, layout, work: int):
+    """(factory or None, device label, node communicator); the GPU is chosen per local rank (work: the
+    data's size, mbgpu.likelihood.select.data_work)."""
     from mbgpu.likelihood.select import _cuda_available, choose_backend, decide
     from mbgpu.mpi.devices import assign_device, local_comm, share_cores
 
@@ -93,10 +92,10 @@ def _backend(s, con, comm, layout):
     share_cores(local.Get_size())
     if s.mcmc.get("Data", "Yes") != "Yes":
         return None, "none (data=no)", local
-    label = "cpu"
-    if decide(s.options, os.environ, _cuda_available)[0] == "gpu":
-        label = assign_device(local.Get_rank())
-    factory = choose_backend(s.options, con)
+    device, label = None, "cpu"
+    if decide(s.options, _cuda_available, work)[0] == "gpu":
+        device, label = assign_device(local.Get_rank())
+    factory = choose_backend(s.options, con, device=device, work=work)
     if layout.sitesplit > 1:
         from mbgpu.mpi.sitesplit import split_factory
 
@@ -146,11 +145,12 @@ def _analysis(s, con, comm, layout, opts, sets, ckp) -> None:
 
     from mbgpu.analysis import output_stem, run_stamp
     from mbgpu.checkpoint.session import CheckpointSession
+    from mbgpu.likelihood.select import data_work
     from mbgpu.mpi.driver import DistributedMC3, MpiSink
     from mbgpu.sampler.sink import FileSink
 
     rank = comm.Get_rank()
-    factory, label, local = _backend(s, con, comm, layout)
+    factory, label, local = _backend(s, con, comm, layout, data_work(sets))
     labels = comm.gather("%s %s" % (socket.gethostname(), label), root=0)
     for line in layout.table(labels) if rank == 0 else []:
         con.print(line)

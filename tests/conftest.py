@@ -112,3 +112,32 @@ def interpreted(monkeypatch):
     import mbgpu.sampler.batch_step as batch_step
 
     monkeypatch.setattr(batch_step, "core_for", lambda chains: None)
+
+
+@pytest.fixture
+def sampler_path(monkeypatch):
+    """`sampler_path("chain")`: the chains built in this test (mbgpu.sampler.setup.build_runs) take the
+    per-chain likelihood path (IncrementalPartition, one instance per chain), the reference the batched
+    path is compared with; "batched" is what runs always take."""
+    import functools
+
+    import mbgpu.sampler.setup as setup
+    from mbgpu.sampler.batch_step import PartFactory
+
+    def use(mode: str) -> None:
+        monkeypatch.setattr(setup, "PartFactory", functools.partial(PartFactory, mode=mode))
+    return use
+
+
+@pytest.fixture
+def pipeline(monkeypatch):
+    """`pipeline(k)`: MC3 runs in this test step each generation's chains in k groups (step_generation's
+    `groups`; runs use its default, mbgpu.sampler.batch_step.PIPELINE_GROUPS)."""
+    import functools
+
+    import mbgpu.sampler.batch_step as batch_step
+    import mbgpu.sampler.mc3 as mc3
+
+    def use(groups: int) -> None:
+        monkeypatch.setattr(mc3, "step_generation", functools.partial(batch_step.step_generation, groups=groups))
+    return use

@@ -145,7 +145,7 @@ def test_shared_frequencies_replace_a_fixed_prior(tmp_path, monkeypatch):
     (pi,) = [p for p in params if p.kind == "statefreq"]
     assert pi.divisions == (1, 2, 3) and pi.prior.kind == "Dirichlet"
     values = [np.array([1.0, 2.0, 3.0, 4.0]) if p is pi else p.value for p in params]
-    spec = spec_with_values(division_spec(it.settings.divisions[1], 2, []), params, values, 2)
+    spec = spec_with_values(division_spec(it.settings.divisions[1], 2, [], it.settings.defaults["prset"]), params, values, 2)
     assert np.allclose(spec.statefreqs, [0.1, 0.2, 0.3, 0.4])
 
 

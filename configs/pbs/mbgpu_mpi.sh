@@ -26,6 +26,7 @@
 # --- site setup: the MPI mpi4py was built against, and the environment holding mbgpu ---
 # module load openmpi
 # source "$HOME/venvs/mbgpu/bin/activate"
+# export XDG_CACHE_HOME=/shared/cache  # compiled kernels go to $XDG_CACHE_HOME/mbgpu (default ~/.cache/mbgpu)
 
 set -u
 die() { echo "mbgpu job: $*" >&2; exit 2; }
@@ -74,9 +75,6 @@ echo "mbgpu job $PBS_JOBID: $NP ranks in $PWD; mcmc ${MODE:-(new run)}; $INFO; $
      "$("$MPIRUN" --version 2>&1 | head -2 | tr -s ' \n' ' ')"
 [ "$STOP_AT" -gt 0 ] || echo "mbgpu job: walltime unknown or too short (${WALL}s): no checkpoint before it" >&2
 
-# Optional: one kernel cache per user, so later jobs and other nodes reuse the compiled kernels.
-export MBGPU_KERNEL_CACHE=${MBGPU_KERNEL_CACHE:-$HOME/.cache/mbgpu/kernels}
-
 # PBS has no "signal before the limit": a timer signals this shell STOP_AT seconds from now.  Not every
 # mpirun forwards signals to its ranks (Open MPI 4.1.6's did not in our test), so this shell sends USR1
 # (and the SIGTERM that PBS sends before killing the job) to the mbgpu processes below mpirun on this
@@ -111,7 +109,7 @@ if [ "$RC" -eq 138 ] || { [ "$STOPPED" = 1 ] && [ "$RC" -ne 0 ] && [ "$STEM.ckp.
   else
     VARS=SETUP=$SETUP,MBGPU_RESUBMITS=$((LEFT - 1))
     for v in MBGPU_PYTHON MBGPU_MPIRUN MBGPU_HOSTFILE_FLAG MBGPU_STEM MBGPU_SCRIPT MBGPU_STOP_BEFORE_S \
-             MBGPU_WALLTIME_S MBGPU_KERNEL_CACHE; do
+             MBGPU_WALLTIME_S; do
       [ -z "${!v:-}" ] || VARS=$VARS,$v=${!v}
     done
     echo "mbgpu job: stopped before the walltime with checkpoint $STEM.ckp.h5; submitting the continuation"

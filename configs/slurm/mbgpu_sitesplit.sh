@@ -34,6 +34,7 @@
 # --- site setup (optional): the MPI mpi4py was built against, and the environment holding mbgpu ---
 # module load openmpi
 # source "$HOME/venvs/mbgpu/bin/activate"
+# export XDG_CACHE_HOME=/shared/cache  # compiled kernels go to $XDG_CACHE_HOME/mbgpu (default ~/.cache/mbgpu)
 # export SLURM_MPI_TYPE=pmix          # if plain `srun` does not start MPI ranks here (see: srun --mpi=list)
 
 set -u
@@ -68,9 +69,6 @@ printf "#NEXUS\nbegin mrbayes;\n  set autoclose=yes;\n  execute '%s';\n  mcmc %s
 RESTARTS=${SLURM_RESTART_COUNT:-0}
 echo "mbgpu job $SLURM_JOB_ID, start $((RESTARTS + 1)): $NTASKS ranks on ${SLURM_JOB_NUM_NODES:-1} node(s) in $PWD;" \
      "mcmc ${MODE:-(new run)}; $INFO"
-
-# Optional: one kernel cache per user, so requeued jobs and other nodes reuse the compiled kernels.
-export MBGPU_KERNEL_CACHE=${MBGPU_KERNEL_CACHE:-$HOME/.cache/mbgpu/kernels}
 
 # --signal=B:USR1@300 signals only this shell: forward USR1 to srun, which passes it to every rank; the
 # ranks stop at the end of the generation, rank 0 writes STEM.ckp.h5 and mbgpu exits with 138.

@@ -6,6 +6,7 @@ says otherwise. `help` and docs/commands.md are generated from this table.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .params import Choice, Divisions, Float, Int, Numbers, Param, Prior, Text, YesNo
 
@@ -146,6 +147,8 @@ def _set() -> list[Param]:
         YesNo("Beaglesse", "No", "accepted for compatibility"), YesNo("Beaglethreads", "Yes", "accepted"),
         Int("Beaglethreadcount", 99, "accepted for compatibility", 0), YesNo("Beaglefloattips", "No", "accepted"),
         Int("Sitesplit", 1, "MPI: ranks per chain group that split the site patterns (docs/hpc.md)", 1),
+        Choice("Backend", "Auto", "likelihood backend (mbgpu only): Auto follows usebeagle/beagledevice and "
+               "the CUDA device found; CPU or GPU overrides them", ("Auto", "CPU", "GPU")),
     ]
 
 
@@ -207,6 +210,12 @@ class CommandSpec:
 
     def param_names(self) -> list[str]:
         return [p.name for p in self.params]
+
+
+def table_defaults(table: dict[str, CommandSpec]) -> dict[str, dict[str, Any]]:
+    """Every command's parameter defaults (lower-case command -> canonical name -> default): what a fresh
+    mbgpu.settings.Settings starts from."""
+    return {name: {p.name: p.default for p in spec.params} for name, spec in table.items()}
 
 
 def build_table() -> dict[str, CommandSpec]:

@@ -13,32 +13,18 @@ import numpy as np
 
 from mbgpu.jit import JIT_OPTIONS
 from mbgpu.likelihood.host_buffers import HostBuffers
-from mbgpu.core.kernels import node_update, rescale, root_sites, site_logs
-from mbgpu.likelihood.compiled_kernels import weighted_sum
+from mbgpu.core.kernels import node_update, rescale, root_sites, weighted_lnl
 
 CUR, PROP = 0, 1          # model rows: the chain's current model and a proposed one
 
 
-class DivisionArrays:
-    """One pattern set's buffers for every chain (pattern-innermost, mbgpu.core.kernels) and the arrays
-    the compiled evaluation reads and writes. The data (compact tip states, ambiguous tips' vectors,
-    pattern weights) come from the interpreted sampler's instance, whose own buffers are released."""
+class ChainRows:
+    """What every view of a pattern set keeps per chain, wherever its buffers live (DivisionArrays here,
+    mbgpu.core.device_division on a GPU): node slots current and proposed, the models (row CUR: current,
+    PROP: proposed), log likelihoods and the work marks; and the calls that need no buffers."""
 
-    def __init__(self, shared, lane_parts):
-        b = host_buffers(shared.backend)
-        # a backend holding a slice of the patterns (mbgpu.mpi.sitesplit) sums the group's partial lnLs
-        self.sum_each = getattr(shared.backend, "sum_each", None)
-        c, k, s, n_pat = len(lane_parts), b.spec.n_categories, b.spec.n_states, b.spec.n_patterns
-        self.n_tips = n_tips = shared.layout.n_tips
-        self.n_nodes = n = 2 * n_tips - 1
-        self.n_part, self.n_mat, self.n_scale = 2 * (n - n_tips), 2 * n, 2 * (n - n_tips + 1)
-        self.tip_x = tip_vectors(b)                  # every tip as a vector: one kernel for every node
-        self.weights = b.pattern_weights
-        self.compat = np.ascontiguousarray(b._invariant_site_compat())
-        self.partials = np.zeros((c * self.n_part, k, s, n_pat))
-        self.matrices = np.zeros((c * self.n_mat, k, s, s))
-        self.scale = np.zeros((c * self.n_scale, n_pat))
-        _release(b)
+    def __init__(self, lane_parts, n_nodes: int, n_states: int, n_categories: int):
+        c, n, s, k = len(lane_parts), n_nodes, n_states, n_categories
         self.bslot = np.zeros((c, n), dtype=np.int8)
         self.mslot = np.zeros((c, n), dtype=np.int8)
         self.bslot_p, self.mslot_p = self.bslot.copy(), self.mslot.copy()
@@ -55,9 +41,6 @@ class DivisionArrays:
         self.lnl = np.array([p.lnl for p in lane_parts], dtype=np.float64)
         self.lnl_p = self.lnl.copy()
         self.todo = np.zeros(c, dtype=np.int8)       # 0 nothing, 1 changed branches/topology, 2 all (new model)
-        # per chain: marks, node order, two (S, P) work blocks, site values, +I terms
-        self.scratch = (np.zeros((c, n), dtype=np.uint8), np.zeros((c, n), dtype=np.int64),
-                        np.zeros((c, 2, s, n_pat)), np.zeros((c, n_pat)), np.zeros((c, n_pat)))
 
     def set_model(self, i: int, row: int, model, mult: float) -> None:
         """Chain i's model (a SubstitutionModel) and rate multiplier into row CUR or PROP."""
@@ -72,18 +55,7 @@ class DivisionArrays:
         self.mult[i, row] = mult
 
     def evaluate(self, tree) -> None:
-        """Every chain with todo != 0: its proposal's log likelihood into lnl_p (tree: a
-        mbgpu.core.trees.ChainTrees); chains on numba's threads when there are several and several chains
-        have work (results do not depend on it: every chain's work is its own)."""
-        many = numba.get_num_threads() > 1 and np.count_nonzero(self.todo) > 1
-        (evaluate_parallel if many else evaluate_serial)(
-            self.todo, tree.parent_p, tree.kids_p, tree.brlen_p, tree.parent, tree.brlen, self.bslot, self.mslot,
-            self.bslot_p, self.mslot_p, self.n_tips, self.evals, self.evecs, self.einv, self.crates, self.cweights,
-            self.freqs, self.pinvar, self.mult, self.partials, self.tip_x,
-            self.matrices, self.scale, self.weights, self.compat, self.lnl_p, *self.scratch)
-        if self.sum_each is not None:
-            live = self.todo != 0
-            self.lnl_p[live] = self.sum_each(self.lnl_p[live])
+        raise NotImplementedError
 
     def refresh(self, tree) -> None:
         """Recompute every matrix and partial of every chain's current state with the core's own code
@@ -105,6 +77,49 @@ class DivisionArrays:
         keep_division(self.todo, accepted, self.bslot, self.mslot, self.bslot_p, self.mslot_p, self.lnl,
                       self.lnl_p, self.evals, self.evecs, self.einv, self.crates, self.cweights, self.freqs,
                       self.pinvar, self.mult)
+
+
+class DivisionArrays(ChainRows):
+    """One pattern set's buffers for every chain (pattern-innermost, mbgpu.core.kernels) and the arrays
+    the compiled evaluation reads and writes. The data (compact tip states, ambiguous tips' vectors,
+    pattern weights) come from the interpreted sampler's instance, whose own buffers are released."""
+
+    def __init__(self, shared, lane_parts):
+        b = host_buffers(shared.backend)
+        # a backend holding a slice of the patterns (mbgpu.mpi.sitesplit) sums the group's partial lnLs
+        self.sum_each = getattr(shared.backend, "sum_each", None)
+        c, k, s, n_pat = len(lane_parts), b.spec.n_categories, b.spec.n_states, b.spec.n_patterns
+        self.n_tips = n_tips = shared.layout.n_tips
+        self.n_nodes = n = 2 * n_tips - 1
+        super().__init__(lane_parts, n, s, k)
+        self.n_part, self.n_mat, self.n_scale = 2 * (n - n_tips), 2 * n, 2 * (n - n_tips + 1)
+        self.tip_x = tip_vectors(b)                  # every tip as a vector: one kernel for every node
+        self.weights = b.pattern_weights
+        self.compat = np.ascontiguousarray(b._invariant_site_compat())
+        self.partials = np.zeros((c * self.n_part, k, s, n_pat))
+        self.matrices = np.zeros((c * self.n_mat, k, s, s))
+        self.scale = np.zeros((c * self.n_scale, n_pat))
+        self.scaled = np.zeros(c * self.n_scale, dtype=np.uint8)   # per scale row: 1 if not all zeros
+        _release(b)
+        # per chain: marks, node order + changed branches (_plan_chain), two (S, P) work blocks, site values, +I terms and the frequencies
+        # they were computed for
+        self.scratch = (np.zeros((c, n), dtype=np.uint8), np.zeros((c, 2 * n), dtype=np.int64),
+                        np.zeros((c, 2, s, n_pat)), np.zeros((c, n_pat)), np.zeros((c, n_pat)), np.full((c, s), -1.0))
+
+    def evaluate(self, tree) -> None:
+        """Every chain with todo != 0: its proposal's log likelihood into lnl_p (tree: a
+        mbgpu.core.trees.ChainTrees); chains on numba's threads when there are several and several chains
+        have work (results do not depend on it: every chain's work is its own)."""
+        many = (numba.config.NUMBA_NUM_THREADS > 1 and np.count_nonzero(self.todo) > 1    # get_num_threads: ~7 us
+                and numba.get_num_threads() > 1)
+        (evaluate_parallel if many else evaluate_serial)(
+            self.todo, tree.parent_p, tree.kids_p, tree.brlen_p, tree.parent, tree.brlen, self.bslot, self.mslot,
+            self.bslot_p, self.mslot_p, self.n_tips, self.evals, self.evecs, self.einv, self.crates, self.cweights,
+            self.freqs, self.pinvar, self.mult, self.partials, self.tip_x,
+            self.matrices, self.scale, self.scaled, self.weights, self.compat, self.lnl_p, *self.scratch)
+        if self.sum_each is not None:
+            live = self.todo != 0
+            self.lnl_p[live] = self.sum_each(self.lnl_p[live])
 
 
 def host_buffers(backend):
@@ -134,6 +149,9 @@ def tip_vectors(b) -> np.ndarray:
 def transition_matrices(evals, evecs, einv, crates, t, out):
     """out[k] = V diag(exp(values t r_k)) V^-1, negatives clamped to 0 (EigenSystem.transition_matrices)."""
     n_cat, s = out.shape[0], evals.shape[0]
+    if s == 4:
+        _pmat4(evals, evecs, einv, crates, t, out)
+        return
     e = np.empty(s)
     for k in range(n_cat):
         tk = t * crates[k]
@@ -145,6 +163,30 @@ def transition_matrices(evals, evecs, einv, crates, t, out):
                 for m in range(s):
                     x += evecs[i, m] * e[m] * einv[m, j]
                 out[k, i, j] = x if x > 0.0 else 0.0
+
+
+@numba.njit(**JIT_OPTIONS)
+def _pmat4(evals, evecs, einv, crates, t, out):
+    """transition_matrices for four states, unrolled: the same products and sums in the same order
+    (the same bits), 2x faster (the four sums of a row no longer wait for each other)."""
+    e00, e01, e02, e03, e10, e11, e12, e13 = (einv[0, 0], einv[0, 1], einv[0, 2], einv[0, 3], einv[1, 0], einv[1, 1],
+                                              einv[1, 2], einv[1, 3])
+    e20, e21, e22, e23, e30, e31, e32, e33 = (einv[2, 0], einv[2, 1], einv[2, 2], einv[2, 3], einv[3, 0], einv[3, 1],
+                                              einv[3, 2], einv[3, 3])
+    for k in range(out.shape[0]):
+        tk = t * crates[k]
+        x0, x1, x2, x3 = (np.exp(tk * evals[0]), np.exp(tk * evals[1]), np.exp(tk * evals[2]),
+                          np.exp(tk * evals[3]))
+        for i in range(4):
+            w0, w1, w2, w3 = evecs[i, 0] * x0, evecs[i, 1] * x1, evecs[i, 2] * x2, evecs[i, 3] * x3
+            a = 0.0 + w0 * e00 + w1 * e10 + w2 * e20 + w3 * e30
+            b = 0.0 + w0 * e01 + w1 * e11 + w2 * e21 + w3 * e31
+            c = 0.0 + w0 * e02 + w1 * e12 + w2 * e22 + w3 * e32
+            d = 0.0 + w0 * e03 + w1 * e13 + w2 * e23 + w3 * e33
+            out[k, i, 0] = a if a > 0.0 else 0.0
+            out[k, i, 1] = b if b > 0.0 else 0.0
+            out[k, i, 2] = c if c > 0.0 else 0.0
+            out[k, i, 3] = d if d > 0.0 else 0.0
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -189,20 +231,54 @@ def _vector(v, slots, c, n_tips, n_part, partials, tip_x):
 @numba.njit(**JIT_OPTIONS)
 def evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips,
                    evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x, matrices, scale,
-                   weights, compat, lnl_p, marks, orders, works, sites, invs):
+                   scaled, weights, compat, lnl_p, marks, orders, works, sites, invs, inv_of):
     """Chain c's proposal: flip and recompute what it changed; lnl_p[c] = its ln L. todo 1: the branches
     whose length changed get new matrices, the nodes above them and above nodes that changed parent
     get new partials; todo 2 (a new model, row PROP): every branch and node. The scratch arrays are
     chain c's rows, so chains may be evaluated on different threads."""
     n = parent_p.shape[1]
-    n_states, n_patterns = partials.shape[2], partials.shape[3]
     n_part, n_mat, n_scale = 2 * (n - n_tips), 2 * n, 2 * (n - n_tips + 1)
-    mark, order, work, site, inv = marks[c], orders[c], works[c], sites[c], invs[c]
-    full = todo[c] == 2
-    row = PROP if full else CUR
-    par, kid, bl = parent_p[c], kids_p[c], brlen_p[c]
+    order, work, site = orders[c], works[c], sites[c]
+    row = PROP if todo[c] == 2 else CUR
+    kid = kids_p[c]
+    root, k = _plan_chain(c, todo[c] == 2, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p,
+                          mslot_p, n_tips, evals[c, row], evecs[c, row], einv[c, row], crates[c, row], mult[c, row],
+                          matrices, marks[c], order)
+    slots, mslots = bslot_p[c], mslot_p[c]
+    for r in range(k):
+        v = order[r]
+        u1, u2 = kid[v, 0], kid[v, 1]
+        x1, xs1 = _vector(u1, slots, c, n_tips, n_part, partials, tip_x)
+        x2, xs2 = _vector(u2, slots, c, n_tips, n_part, partials, tip_x)
+        dest = partials[2 * (v - n_tips) + slots[v] + c * n_part]
+        need = node_update(dest, x1, xs1, matrices[2 * u1 + mslots[u1] + c * n_mat], x2, xs2,
+                           matrices[2 * u2 + mslots[u2] + c * n_mat], work, site)
+        srow = 2 * (v - n_tips) + slots[v] + c * n_scale
+        scaled[srow] = rescale(dest, scale[srow], site) if need > 0 else 0
+    cum = scale[2 * (n - n_tips) + c * n_scale]
+    any_scaled = _summed_scale(c, slots, n_tips, n, scale, scaled, cum)
+    third = kid[root, 2]
+    xt, xst = _vector(third, slots, c, n_tips, n_part, partials, tip_x)
+    root_sites(partials[2 * (root - n_tips) + slots[root] + c * n_part], xt, xst,
+               matrices[2 * third + mslots[third] + c * n_mat], freqs[c, row], cweights[c, row], work, site)
+    pv = pinvar[c, row]
+    if pv > 0.0:
+        _inv_terms(compat, freqs[c, row], invs[c], inv_of[c])
+    lnl_p[c] = weighted_lnl(site, cum, any_scaled, invs[c], pv, weights, work)
+
+
+@numba.njit(**JIT_OPTIONS)
+def mark_chain(c, full, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips, mark,
+               order, mats):
+    """Chain c's proposal: the other slot for the matrix of every changed branch (listed in `mats`) and
+    for the partials of every node to recompute (marked, listed children first in `order`): those above a
+    changed branch or a node that changed parent; every branch and node when `full` (a new model).
+    Returns (changed branches, nodes to recompute, root). The one home of this plan: host and device
+    evaluations both start from it."""
+    n = parent_p.shape[1]
+    par, bl = parent_p[c], brlen_p[c]
     mark[:] = 0
-    root = -1
+    root, m = -1, 0
     for v in range(n):
         bslot_p[c, v] = bslot[c, v]
         mslot_p[c, v] = mslot[c, v]
@@ -213,8 +289,8 @@ def evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, msl
             continue
         if full or bl[v] != brlen[c, v]:
             mslot_p[c, v] = 1 - mslot[c, v]
-            transition_matrices(evals[c, row], evecs[c, row], einv[c, row], crates[c, row], bl[v] * mult[c, row],
-                                matrices[2 * v + mslot_p[c, v] + c * n_mat])
+            mats[m] = v
+            m += 1
             _mark_up(par, mark, p)
         if parent[c, v] != p:
             _mark_up(par, mark, p)
@@ -222,63 +298,86 @@ def evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, msl
     if full:
         for v in range(n_tips, n):
             mark[v] = 1
-    k = _postorder_marked(kid, root, mark, n_tips, order)
+    k = _postorder_marked(kids_p[c], root, mark, n_tips, order)
     for r in range(k):
         bslot_p[c, order[r]] = 1 - bslot[c, order[r]]
-    slots = bslot_p[c]
-    for r in range(k):
-        v = order[r]
-        u1, u2 = kid[v, 0], kid[v, 1]
-        x1, xs1 = _vector(u1, slots, c, n_tips, n_part, partials, tip_x)
-        x2, xs2 = _vector(u2, slots, c, n_tips, n_part, partials, tip_x)
-        dest = partials[2 * (v - n_tips) + slots[v] + c * n_part]
-        node_update(dest, x1, xs1, matrices[2 * u1 + mslot_p[c, u1] + c * n_mat], x2, xs2,
-                    matrices[2 * u2 + mslot_p[c, u2] + c * n_mat], work)
-        rescale(dest, scale[2 * (v - n_tips) + slots[v] + c * n_scale], site)
-    cum = scale[2 * (n - n_tips) + c * n_scale]
-    cum[:] = 0.0
+    return m, k, root
+
+
+@numba.njit(**JIT_OPTIONS)
+def _plan_chain(c, full, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips, evals,
+                evecs, einv, crates, mult, matrices, mark, order):
+    """mark_chain, then the new matrices of the changed branches; `order` holds 2 x nodes entries (the
+    node order, then the changed branches). Returns (root, nodes to recompute)."""
+    n = parent_p.shape[1]
+    n_mat = 2 * n
+    m, k, root = mark_chain(c, full, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p,
+                            n_tips, mark, order[:n], order[n:])
+    for r in range(m):
+        v = order[n + r]
+        transition_matrices(evals, evecs, einv, crates, brlen_p[c, v] * mult, matrices[2 * v + mslot_p[c, v] + c * n_mat])
+    return root, k
+
+
+@numba.njit(**JIT_OPTIONS)
+def _summed_scale(c, slots, n_tips, n, scale, scaled, cum):
+    """cum = the sum of chain c's current scale rows, in node order, skipping the rows flagged all
+    zeros (adding zeros changes nothing); returns whether any row was summed (else cum is stale)."""
+    n_scale = 2 * (n - n_tips + 1)
+    any_ = False
     for v in range(n_tips, n):
-        rowv = scale[2 * (v - n_tips) + slots[v] + c * n_scale]
-        for p in range(n_patterns):
+        r = 2 * (v - n_tips) + slots[v] + c * n_scale
+        if scaled[r] == 0:
+            continue
+        rowv = scale[r]
+        if not any_:
+            cum[:] = rowv
+            any_ = True
+            continue
+        for p in range(cum.shape[0]):
             cum[p] += rowv[p]
-    third = kid[root, 2]
-    xt, xst = _vector(third, slots, c, n_tips, n_part, partials, tip_x)
-    root_sites(partials[2 * (root - n_tips) + slots[root] + c * n_part], xt, xst,
-               matrices[2 * third + mslot_p[c, third] + c * n_mat], freqs[c, row], cweights[c, row], work, site)
-    pv = pinvar[c, row]
-    if pv > 0.0:
-        f = freqs[c, row]
-        for p in range(n_patterns):
-            t = 0.0
-            for i in range(n_states):
-                t += compat[p, i] * f[i]
-            inv[p] = t
-    site_logs(site, cum, inv, pv, work[0, 0])
-    lnl_p[c] = weighted_sum(weights, work[0, 0])
+    return any_
+
+
+@numba.njit(**JIT_OPTIONS)
+def _inv_terms(compat, f, inv, inv_of):
+    """inv[p] = sum_i compat[p, i] f_i: the +I term of pattern p, unless inv already holds them for
+    these frequencies (inv_of)."""
+    same = True
+    for i in range(f.shape[0]):
+        same = same and inv_of[i] == f[i]
+        inv_of[i] = f[i]
+    if same:
+        return
+    for p in range(inv.shape[0]):
+        t = 0.0
+        for i in range(compat.shape[1]):
+            t += compat[p, i] * f[i]
+        inv[p] = t
 
 
 @numba.njit(**JIT_OPTIONS)
 def evaluate_serial(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips, evals,
                     evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x,
-                    matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs):
+                    matrices, scale, scaled, weights, compat, lnl_p, marks, orders, works, sites, invs, inv_of):
     """evaluate_chain for every chain with todo != 0, in turn."""
     for c in range(todo.shape[0]):
         if todo[c] != 0:
             evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p,
                            n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x,
-                           matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs)
+                           matrices, scale, scaled, weights, compat, lnl_p, marks, orders, works, sites, invs, inv_of)
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
 def evaluate_parallel(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips,
                       evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x, matrices, scale,
-                   weights, compat, lnl_p, marks, orders, works, sites, invs):
+                      scaled, weights, compat, lnl_p, marks, orders, works, sites, invs, inv_of):
     """evaluate_serial with the chains spread over numba's threads (each chain's buffers are its own)."""
     for c in numba.prange(todo.shape[0]):
         if todo[c] != 0:
             evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p,
                            n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x,
-                           matrices, scale, weights, compat, lnl_p, marks, orders, works, sites, invs)
+                           matrices, scale, scaled, weights, compat, lnl_p, marks, orders, works, sites, invs, inv_of)
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mbgpu.core import trees as T
+from mbgpu.core.device_division import DeviceDivision, device_backend
 from mbgpu.core.division import PROP, DivisionArrays, host_buffers
 from mbgpu.core.layout import MoveTable, ParamLayout, unsupported_move
 from mbgpu.core.models import PriorTable, SetModel, model_proposal, param_log_prior
@@ -28,8 +29,8 @@ def unsupported(chains) -> str | None:
     for part in first.parts:
         inc = part.inc
         shared = getattr(inc, "shared", None)         # a lane of a batched instance (batch_step.LanePartition)
-        if shared is None or host_buffers(shared.backend) is None:
-            return "a likelihood that is not in host memory"
+        if shared is None or (host_buffers(shared.backend) is None and not device_backend(shared.backend)):
+            return "a likelihood backend that the core cannot drive"
         if inc._mkv is not None:
             return "coding=variable"
     for mv in first.moves:
@@ -39,6 +40,14 @@ def unsupported(chains) -> str | None:
     if brlens_table(first.prior_fn.brlenspr, first.tree.n_tips) is None:
         return "this branch-length prior"
     return None
+
+
+def division_for(shared, lane_parts):
+    """The core's view of one pattern set for every chain: on a device backend (CUDA) the buffers stay
+    there and each generation is one packed flush; otherwise the core's own host buffers."""
+    if device_backend(shared.backend):
+        return DeviceDivision(shared, lane_parts)
+    return DivisionArrays(shared, lane_parts)
 
 
 class CoreStepper:
@@ -69,7 +78,7 @@ class CoreStepper:
                                               self.trees.brlen[c], self.n_tips) for c in range(n)])
         self.pterm = np.array([self.prior_fn.parameters(ch.values) for ch in chains]).reshape(n, len(self.params))
         self.pterm_new = np.zeros(n)
-        self.divisions = [DivisionArrays(first.parts[j].inc.shared, [ch.parts[j].inc for ch in chains])
+        self.divisions = [division_for(first.parts[j].inc.shared, [ch.parts[j].inc for ch in chains])
                           for j in range(len(first.parts))]
         self.div_lnl = np.array([d.lnl for d in self.divisions]).reshape(len(self.divisions), n)
         self.div_lnl_p = self.div_lnl.copy()
@@ -99,7 +108,8 @@ class CoreStepper:
                               self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning, self.layout.off,
                               self.n_tips, self.lo, self.hi, self.anchor, self.pars, self.move_of, self.log_h,
                               self.moved, self.todo, self.by_param)
-        self._plan(int(n_param))
+        if n_param:
+            self._plan(int(n_param))
         for d in self.divisions:
             d.evaluate(t)
         bad = decide_all(self.rng, heats, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
@@ -115,9 +125,8 @@ class CoreStepper:
                              % (name, ch.run + 1, ch.index + 1))
         for d in self.divisions:
             d.keep(self.accepted)
-        for c, ch in enumerate(self.chains):
-            ch.lnl, ch.lnpr, ch.best_lnl = float(self.lnl[c]), float(self.lnpr[c]), float(self.best[c])
-            ch.stale = True
+        for ch, lnl, lnpr, best in zip(self.chains, self.lnl.tolist(), self.lnpr.tolist(), self.best.tolist()):
+            ch.lnl, ch.lnpr, ch.best_lnl, ch.stale = lnl, lnpr, best, True
 
     def _plan(self, n_param: int) -> None:
         """The new models and prior terms of the chains whose parameter proposal is live (propose_all has

@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dx", action="store_true", help="also write OpenDX (same name, .dx)")
     p.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="gpu, cpu (numpy reference) or auto (the GPU when there is one)")
-    p.add_argument("--device", type=int, default=None, help="CUDA device index (default $MBGPU_DEVICE or 0)")
+    p.add_argument("--device", type=int, default=None, help="CUDA device index (default 0)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     return p
 

@@ -14,7 +14,6 @@ the root log likelihoods:
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,15 +106,13 @@ def level_ops(jobs) -> tuple[np.ndarray, list[int]]:
     return ops[levels.argsort(kind="stable")], counts[counts > 0].tolist()
 
 
-def batch_mode(backend, env=None) -> str | None:
-    """'launch' (batch_launch/batch_fetch: one copy, queued launches), 'calls' (the four batched calls,
-    or MBGPU_BATCH_FLUSH=calls) or None (chain by chain, e.g. numpy)."""
+def batch_mode(backend) -> str | None:
+    """'launch' (batch_launch/batch_fetch: one copy, queued launches), 'calls' (the four batched calls:
+    a backend without batch_launch, e.g. mbgpu.mpi.sitesplit's) or None (chain by chain, e.g. numpy)."""
+    if hasattr(backend, "batch_launch") and hasattr(backend, "batch_fetch"):
+        return "launch"
     calls = all(hasattr(backend, name) for name in ("update_transition_matrices_many", "update_partials_levels",
                                                     "scale_jobs", "root_log_likelihoods"))
-    launch = hasattr(backend, "batch_launch") and hasattr(backend, "batch_fetch")
-    forced = (os.environ if env is None else env).get("MBGPU_BATCH_FLUSH", "").strip().lower()
-    if launch and forced != "calls":
-        return "launch"
     return "calls" if calls else None
 
 
@@ -180,7 +177,7 @@ class SharedInstance:
         return [(j.lane, float(v)) for j, v in zip(jobs, values)]
 
     def _flush_calls(self, jobs: list[LaneJob]) -> list[float]:
-        """The same work as batch_launch through the four batched calls (MBGPU_BATCH_FLUSH=calls)."""
+        """The same work as batch_launch through the four batched calls (a backend without batch_launch)."""
         b = self.backend
         arrays = [j.arrays() for j in jobs]
         b.update_transition_matrices_many([(j.eigen, j.category_rates, a[0], a[1]) for j, a in zip(jobs, arrays)

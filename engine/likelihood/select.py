@@ -1,5 +1,5 @@
 """Choosing the likelihood backend the MrBayes way (`set usebeagle= beagledevice= beagleprecision=
-beaglescaling=`), with the environment override MBGPU_BACKEND=cpu|gpu.
+beaglescaling=`), with mbgpu's own `set backend=auto|cpu|gpu` (or `mbgpu --backend=`) overriding them.
 
 Default: the CUDA backend in double precision when pycuda and a CUDA device are present, otherwise
 the compiled (numba) CPU backend, or the numpy reference where numba does not import; one line on
@@ -10,7 +10,6 @@ compiled with it).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
@@ -54,14 +53,29 @@ def _cuda_available() -> bool:
     return cuda_available()
 
 
-def _gpu_factory(precision: str) -> Callable:
+def _gpu_factory(precision: str, device: int | None = None, asynchronous: bool = False) -> Callable:
     from mbgpu.cuda.backend import backend_factory
 
-    return backend_factory(precision=precision)
+    return backend_factory(precision=precision, device=device, asynchronous=asynchronous)
 
 
-def decide(options: Mapping, env: Mapping, cuda_present: Callable[[], bool]) -> tuple[str, str, bool | int, str]:
-    """(kind, precision, scaling, reason) from `set` options, the environment and device presence."""
+# Below this much work per node update (data_work) the compiled CPU core runs a generation faster than
+# the GPU (launch and transfer latency dominate); measured on an H100 machine against its 16 host cores
+# (docs/performance.md, "Which backend: CPU or GPU"). `set backend=gpu` uses the GPU anyway.
+GPU_MIN_WORK = 200_000
+
+
+def data_work(sets) -> int:
+    """Patterns x states^2 summed over every pattern set of the data (mbgpu.analysis's per-division lists):
+    what one node update of one rate category costs, the measure the CPU/GPU choice compares."""
+    return int(sum(p.n_patterns * p.n_states ** 2 for group in sets for p in group))
+
+
+def decide(options: Mapping, cuda_present: Callable[[], bool],
+           work: int | None = None) -> tuple[str, str, bool | int, str]:
+    """(kind, precision, scaling, reason) from `set` options and device presence; `set backend=cpu|gpu`
+    overrides usebeagle/beagledevice, `backend=auto` (the default) leaves the choice to them and, given
+    the data's `work` (data_work), to its size: a GPU is used only where it is the faster one."""
     use = _option(options, "Usebeagle", "Yes")
     device = _option(options, "Beagledevice", "GPU")
     precision = "single" if _option(options, "Beagleprecision", "Double") == "single" else "double"
@@ -69,21 +83,25 @@ def decide(options: Mapping, env: Mapping, cuda_present: Callable[[], bool]) -> 
     if scaling_name not in SCALING:
         raise CommandError("beaglescaling must be Always or Dynamic, not %r" % options.get("Beaglescaling"))
     scaling = SCALING[scaling_name]
-    override = env.get("MBGPU_BACKEND", "").strip().lower()
-    if override not in ("", "cpu", "gpu"):
-        raise CommandError("MBGPU_BACKEND must be cpu or gpu, not %r" % env.get("MBGPU_BACKEND"))
+    override = _option(options, "Backend", "Auto")
+    if override not in ("auto", "cpu", "gpu"):
+        raise CommandError("backend must be auto, cpu or gpu, not %r" % options.get("Backend"))
     if override == "cpu":
-        return "cpu", "double", scaling, "MBGPU_BACKEND=cpu"
+        return "cpu", "double", scaling, "backend=cpu"
     if override == "gpu":
         if not cuda_present():
-            raise CommandError("MBGPU_BACKEND=gpu but no CUDA device with pycuda is available")
-        return "gpu", precision, scaling, "MBGPU_BACKEND=gpu"
+            raise CommandError("backend=gpu but no CUDA device with pycuda is available")
+        return "gpu", precision, scaling, "backend=gpu"
     if use == "no":
         return "cpu", "double", scaling, "usebeagle=no"
     if device == "cpu":
         return "cpu", "double", scaling, "beagledevice=cpu"
     if not cuda_present():
         return "cpu", "double", scaling, "no CUDA device or pycuda found"
+    if work is not None and work < GPU_MIN_WORK:
+        return "cpu", "double", scaling, ("a CUDA device was found, but the data is too small for it to be "
+                                          "faster: %d patterns x states^2 < %d; set backend=gpu to use it"
+                                          % (work, GPU_MIN_WORK))
     return "gpu", precision, scaling, "CUDA device found"
 
 
@@ -105,17 +123,20 @@ def _cpu_factory(cpu: str) -> tuple[str, Callable]:
     return "compiled", CompiledBackend
 
 
-def choose_backend(options: Mapping, console, env: Mapping | None = None,
-                   cuda_present: Callable[[], bool] | None = None, *, cpu: str = "auto") -> BackendChoice:
+def choose_backend(options: Mapping, console, cuda_present: Callable[[], bool] | None = None, *,
+                   cpu: str = "auto", device: int | None = None, asynchronous: bool = False,
+                   work: int | None = None) -> BackendChoice:
     """The backend factory for a run; prints one line saying which backend was chosen.
 
     `cpu`: the backend used when the CPU is chosen: "auto" (compiled where numba imports, else
-    numpy), "compiled" or "numpy" (the reference).
+    numpy), "compiled" or "numpy" (the reference). When the GPU is chosen: `device`, the CUDA device
+    index (None: device 0; under MPI mbgpu.mpi.devices picks one per rank), and `asynchronous`,
+    page-locked asynchronous flushes (mbgpu.cuda.async_io; off by default until measured on a GPU).
+    `work`: the data's size (data_work), for backend=auto's choice by size.
     """
-    kind, precision, scaling, reason = decide(options, os.environ if env is None else env,
-                                              cuda_present or _cuda_available)
+    kind, precision, scaling, reason = decide(options, cuda_present or _cuda_available, work)
     if kind == "gpu":
-        cpu_name, make = "numpy", _gpu_factory(precision)
+        cpu_name, make = "numpy", _gpu_factory(precision, device, asynchronous)
     else:
         cpu_name, make = _cpu_factory(cpu)
     choice = BackendChoice(kind, precision, scaling, reason, make, cpu_name)

@@ -9,26 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from mbgpu.moves.graph import Adjacency
+from mbgpu.tree_walks import rooted_children, rooted_order
 
-
-def rooted_order(adj: Adjacency, root: int) -> tuple[list[int], dict[int, int]]:
-    """Preorder of the component of `root` in adj and each node's parent in it (root: -1)."""
-    order, parent, _ = rooted_children(adj, root)
-    return order, parent
-
-
-def rooted_children(adj: Adjacency, root: int) -> tuple[list[int], dict[int, int], dict[int, list[int]]]:
-    """rooted_order(adj, root) and each node's children in adjacency order, in the same one walk (in a
-    tree every neighbour not yet reached when a node is visited is its child)."""
-    parent = {root: -1}
-    order = [root]
-    kids: dict[int, list[int]] = {}
-    for v in order:
-        got = kids[v] = [w for w in adj[v] if w not in parent]
-        for w in got:
-            parent[w] = v
-        order += got
-    return order, parent, kids
+# rooted_children and rooted_order live in mbgpu.tree_walks (the GPU's parsimony uses them too); ParsSPR
+# takes them from here with the rest of the host parsimony.
+__all__ = ["rooted_order", "rooted_children", "MaskOps", "downpass", "final_sets", "missed_weights", "infer_n_states"]
 
 
 class MaskOps:

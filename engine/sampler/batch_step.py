@@ -8,29 +8,24 @@ over the parent arrays), flips their slots and queues the work without computing
 evaluates every queued job of every pattern set and hands each lane its log likelihood. `propose()`
 is stage + flush (one chain alone: the start state, checkpoint restores).
 
-MBGPU_SAMPLER=chain selects the per-chain path (IncrementalPartition, one instance per chain) instead.
+`PartFactory(..., mode="chain")` builds the per-chain path instead (IncrementalPartition, one instance per
+chain): the reference the tests compare the batched path with; runs always take the batched path.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import numpy as np
 
 from mbgpu.core.stepper import CoreStepper, unsupported
-from mbgpu.errors import CommandError
 from mbgpu.likelihood.batched import LaneJob, SharedInstance
 from mbgpu.likelihood.protocol import NONE
 from mbgpu.models import build_model
 from mbgpu.tree import Tree
 
 
-def sampler_mode(env=None) -> str:
-    """'batched' (default) or 'chain' from MBGPU_SAMPLER."""
-    value = (os.environ if env is None else env).get("MBGPU_SAMPLER", "batched").strip().lower() or "batched"
-    if value not in ("batched", "chain"):
-        raise CommandError("MBGPU_SAMPLER must be batched or chain, not %r" % value)
-    return value
+SAMPLER_MODES = ("batched", "chain")     # PartFactory's `mode`: lanes of shared instances, or one per chain
+PIPELINE_GROUPS = 2                      # step_generation's default `groups` (docs/performance.md)
 
 
 def kids_table(parent) -> list[list[int]]:
@@ -281,13 +276,11 @@ def flush_chains(chains) -> None:
     collect_chains(launch_chains(chains))
 
 
-def pipeline_groups(env=None) -> int:
-    """MBGPU_PIPELINE: in how many groups a generation's chains propose and launch (default 2: the device
-    computes one group's likelihoods while the host proposes the next; docs/performance.md)."""
-    value = (os.environ if env is None else env).get("MBGPU_PIPELINE", "2").strip() or "2"
-    if not value.isdigit() or int(value) < 1:
-        raise CommandError("MBGPU_PIPELINE must be a positive integer, not %r" % value)
-    return int(value)
+def pipeline_groups() -> int:
+    """In how many groups a generation's chains propose and launch when step_generation is given no
+    `groups`: PIPELINE_GROUPS, 2 (the device computes one group's likelihoods while the host proposes
+    the next; docs/performance.md)."""
+    return PIPELINE_GROUPS
 
 
 def core_for(chains):
@@ -314,6 +307,11 @@ def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
     """
     from mbgpu.sampler.swaps import heat
 
+    held = runs[0][0]._core                 # the compiled core, once built: no per-chain Python below
+    if held is not None:
+        r = np.array([rank[pos] for run, rank in zip(runs, ranks) for pos in range(len(run))], dtype=np.float64)
+        held[0].step(1.0 / (1.0 + opts.temp * r), opts.tunefreq, opts.autotune)     # swaps.heat, elementwise
+        return
     chains = [c for run in runs for c in run]
     heats = [heat(rank[pos], opts.temp) for run, rank in zip(runs, ranks) for pos in range(len(run))]
     core = core_for(chains)
@@ -338,9 +336,10 @@ def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
 class PartFactory:
     """Builds each chain's per-pattern-set likelihood: lanes of shared instances, or per-chain ones."""
 
-    def __init__(self, factory, n_tips: int, n_lanes: int, mode: str | None = None):
+    def __init__(self, factory, n_tips: int, n_lanes: int, mode: str = "batched"):
+        assert mode in SAMPLER_MODES, mode
         self.factory, self.n_tips, self.n_lanes = factory, n_tips, n_lanes
-        self.mode = mode or sampler_mode()
+        self.mode = mode
         self.shared: dict[int, SharedInstance] = {}
 
     def new(self, k: int, tips, weights, model, fixed_mult: float):

@@ -14,7 +14,7 @@ import numpy as np
 
 from mbgpu.sampler.batch_step import step_generation
 from mbgpu.sampler.screen import IND, acceptance_table, chain_line, heat_table, hms, swap_table
-from mbgpu.sampler.swaps import SwapTable, try_swap
+from mbgpu.sampler.swaps import SwapTable, swap_with
 
 
 @dataclass
@@ -93,11 +93,17 @@ class MC3:
         step_generation(self.runs, self.ranks, self.opts)
 
     def swap_all(self) -> None:
-        if self.opts.nchains < 2:
+        """nswaps heat swaps per run, run by run; the swap stream's uniforms drawn in one call (the same
+        values as swaps.try_swap's three per swap)."""
+        o = self.opts
+        if o.nchains < 2:
             return
+        draws = self.swap_rng.random(3 * o.nswaps * len(self.runs)).tolist()
+        i = 0
         for r, chains in enumerate(self.runs):
-            for _ in range(self.opts.nswaps):
-                try_swap(chains, self.ranks[r], self.opts.temp, self.swap_rng, self.swaps[r])
+            for _ in range(o.nswaps):
+                swap_with(chains, self.ranks[r], o.temp, draws[i:i + 3], self.swaps[r])
+                i += 3
 
     def summary(self) -> list[str]:
         """MrBayes' end-of-run report: time, best states, acceptance rates, swaps, heats."""

@@ -2,7 +2,6 @@
 incremental likelihoods and move lists, one chain per (run, chain) with its own random stream."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,38 +62,41 @@ class Prior:
 
 
 def _gpu_parsimony(factory):
-    """ParsSPR's costs on the likelihood's GPU when the backend runs on one (MBGPU_GPU_PARSIMONY=0: numpy)."""
-    device = getattr(getattr(factory, "make", factory), "device", None)
-    if device is None or os.environ.get("MBGPU_GPU_PARSIMONY", "1") == "0":
+    """ParsSPR's costs on the likelihood's GPU when the backend runs on one (asynchronous with it when its
+    flushes are: mbgpu.cuda.backend.backend_factory), else None (numpy)."""
+    make = getattr(factory, "make", factory)
+    device = getattr(make, "device", None)
+    if device is None:
         return None
     from mbgpu.cuda.parsimony import GpuParsimony
 
-    return GpuParsimony(device)
+    return GpuParsimony(device, asynchronous=getattr(make, "asynchronous", False))
 
 
-def _move_context(settings, sets, factory=None):
+def _move_context(settings, sets, factory=None, gpu_parsimony: bool = True):
     from mbgpu.moves.base import MoveContext
 
     flat = [ps for group in sets for ps in group if ps.n_patterns]
     return MoveContext(n_tips=settings.matrix.ntax, brlens_prior=settings.divisions[0].prset["Brlenspr"],
                        pattern_masks=[(ps.masks, ps.weights) for ps in flat],
                        n_states=[ps.n_states for ps in flat], anchor=settings.outgroup,
-                       parsimony=_gpu_parsimony(factory))
+                       parsimony=_gpu_parsimony(factory) if gpu_parsimony else None)
 
 
 def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True,
-               owned=None) -> tuple[list[list[Chain]], list]:
+               owned=None, *, gpu_parsimony: bool = True) -> tuple[list[list[Chain]], list]:
     """Chains of every run (runs x chains) and the free parameters.
 
     `owned(run, chain) -> bool` (MPI): chains it rejects are not built and are None in the result;
     every built chain has the same random stream and start state as without `owned`.
+    `gpu_parsimony=False`: ParsSPR's parsimony in numpy even when the likelihood runs on a GPU.
     """
     models = build_division_models(settings, sets)
     params = free_parameters(settings)
     n_chars = {i: float(sum(p.weights.sum() for p in group)) for i, group in enumerate(sets, 1)}
     fixed_mult = rate_multipliers(settings)
     prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars)
-    ctx = _move_context(settings, sets, factory)
+    ctx = _move_context(settings, sets, factory, gpu_parsimony)
     use_data = settings.mcmc.get("Data", "Yes") == "Yes"
     inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models
               for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []

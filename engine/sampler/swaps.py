@@ -32,14 +32,21 @@ def draw_pair(rng: np.random.Generator, nchains: int) -> tuple[int, int]:
 
 def try_swap(chains, ranks: list[int], temp: float, rng, table: SwapTable) -> bool:
     """One heat swap between two positions of a run; updates `ranks` (position -> heat rank)."""
-    a, b = draw_pair(rng, len(chains))
-    ha, hb = heat(ranks[a], temp), heat(ranks[b], temp)
-    pa = chains[a].lnl + chains[a].lnpr
-    pb = chains[b].lnl + chains[b].lnpr
-    log_r = (hb - ha) * (pa - pb)
-    u = rng.random()
-    accepted = log_r >= 0 or math.log(u) < log_r
-    i, j = sorted((ranks[a], ranks[b]))
+    return swap_with(chains, ranks, temp, rng.random(3).tolist(), table)
+
+
+def swap_with(chains, ranks: list[int], temp: float, draws, table: SwapTable) -> bool:
+    """try_swap with its three uniforms given (draw_pair's two, then the acceptance draw): a caller
+    draws every swap of a generation at once (the same values, in the same order, as one at a time)."""
+    n = len(chains)
+    a = min(int(draws[0] * n), n - 1)
+    b = min(int(draws[1] * (n - 1)), n - 2)
+    b += b >= a
+    ra, rb = ranks[a], ranks[b]
+    ca, cb = chains[a], chains[b]
+    log_r = (heat(rb, temp) - heat(ra, temp)) * ((ca.lnl + ca.lnpr) - (cb.lnl + cb.lnpr))
+    accepted = log_r >= 0 or math.log(draws[2]) < log_r
+    i, j = (ra, rb) if ra < rb else (rb, ra)
     table.tried[j][i] += 1
     table.tried[i][j] += 1
     if accepted:

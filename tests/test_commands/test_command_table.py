@@ -41,6 +41,7 @@ EVIDENCE = {
     ("set", "Beagleprecision"): "test_cuda/test_select.py::test_decision_table",
     ("set", "Beaglescaling"): "test_cuda/test_select.py::test_decision_table",
     ("set", "Sitesplit"): "test_mpi/test_mpiexec.py::test_site_split_matches_unsplit",
+    ("set", "Backend"): "test_cuda/test_select.py::test_decision_table",   # mbgpu only (MrBayes has none)
     ("lset", "Applyto"): _ORACLE_PRIOR, ("lset", "Nucmodel"): _ORACLE_LNL, ("lset", "Nst"): _ORACLE_LNL,
     ("lset", "Rates"): _ORACLE_LNL, ("lset", "Ngammacat"): _ORACLE_LNL, ("lset", "Coding"): _ORACLE_LNL,
     ("prset", "Applyto"): _ORACLE_PRIOR, ("prset", "Tratiopr"): _ORACLE_PRIOR, ("prset", "Revmatpr"): _ORACLE_LNL,

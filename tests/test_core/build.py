@@ -17,8 +17,10 @@ CYNMIX_PARTS = ("execute %s; set partition=favored; lset applyto=(2,3,4,5) nst=6
                 % (TEST_DATA / "cynmix.nex"))
 
 
-def build_chains(tmp_path, commands: str, nruns: int = 1, nchains: int = 2, seed: int = 7, cpu: str = "compiled"):
-    """(flat list of chains, params, settings) of `commands` followed by mcmcp."""
+def build_chains(tmp_path, commands: str, nruns: int = 1, nchains: int = 2, seed: int = 7, cpu: str = "compiled",
+                 wrap=None):
+    """(flat list of chains, params, settings) of `commands` followed by mcmcp; `wrap` may replace the
+    backend choice (e.g. tests.test_core.packed_host.packed_choice)."""
     text = "#NEXUS\nbegin mrbayes; %s mcmcp nruns=%d nchains=%d; end;\n" % (commands, nruns, nchains)
     path = tmp_path / "build.nex"
     path.write_text(text)
@@ -28,5 +30,7 @@ def build_chains(tmp_path, commands: str, nruns: int = 1, nchains: int = 2, seed
     sets = division_pattern_sets(s)
     opts = RunOptions.from_settings(s.mcmc)
     factory = choose_backend(s.options, Console(io.StringIO()), cpu=cpu, cuda_present=lambda: False)
+    if wrap is not None:
+        factory = wrap(factory)
     runs, params = build_runs(s, sets, opts, factory, seed)
     return [c for run in runs for c in run], params, s

@@ -26,7 +26,7 @@ def oracle_cases():
 
 @pytest.fixture(scope="session")
 def device():
-    """GPU 0 (or $MBGPU_DEVICE), opened once for the session."""
+    """GPU 0 (of those CUDA_VISIBLE_DEVICES leaves), opened once for the session."""
     from mbgpu.cuda.context import open_device
 
     return open_device()

@@ -3,7 +3,6 @@ one uploaded blob and compared with what the per-call methods would have uploade
 import contextlib
 
 import numpy as np
-import pytest
 
 from mbgpu.cuda.backend import CudaBackend
 from mbgpu.cuda.batch import root_job_arrays, scale_job_arrays
@@ -22,7 +21,10 @@ class K:
 
 
 class Fake:
-    pass
+    """The attributes CudaBackend's launch methods read; launch_packed is the real one."""
+
+    def launch_packed(self, flush, tag=""):
+        return CudaBackend.launch_packed(self, flush, tag)
 
 
 def test_batch_launch_packs_every_section():
@@ -36,7 +38,7 @@ def test_batch_launch_packs_every_section():
     f.dev = contextlib.nullcontext()
     f._sync_tips = lambda: None
     f._invariant_site_table = lambda: 777
-    f.staging = None                          # MBGPU_ASYNC_FLUSH=0: synchronous copies
+    f.staging = None                          # asynchronous=False (the default): synchronous copies
     store = {}
     def upload(name, arr):
         store["blob"] = arr.copy()
@@ -219,10 +221,67 @@ def test_parsimony_async_reads_the_costs_its_own_launch_wrote(monkeypatch):
     assert out.tolist() == [6, 12] and not drv.pending
 
 
-def test_async_switch_values():
-    from mbgpu.cuda.async_io import async_flush_enabled
-    from mbgpu.errors import CommandError
+def test_asynchronous_flushes_are_an_argument_off_by_default(monkeypatch):
+    """backend_factory(asynchronous=...) reaches every CudaBackend it makes (staging buffers or none) and
+    the run's GpuParsimony (mbgpu.sampler.setup); the default is synchronous copies."""
+    import inspect
 
-    assert not async_flush_enabled({}) and async_flush_enabled({"MBGPU_ASYNC_FLUSH": "1"})
-    with pytest.raises(CommandError):
-        async_flush_enabled({"MBGPU_ASYNC_FLUSH": "yes"})
+    import mbgpu.cuda.context as context
+    from mbgpu.cuda.backend import CudaBackend, backend_factory
+    from mbgpu.cuda.parsimony import GpuParsimony
+    from mbgpu.sampler.setup import _gpu_parsimony
+
+    assert inspect.signature(CudaBackend).parameters["asynchronous"].default is False
+    monkeypatch.setattr(context, "open_device", lambda index: ("device", index))
+    made = []
+    monkeypatch.setattr(CudaBackend, "__init__", lambda self, spec, **kw: made.append(kw))
+    for asynchronous in (False, True):
+        make = backend_factory(device=2, asynchronous=asynchronous)
+        make("spec")
+        assert made[-1] == {"device": ("device", 2), "precision": "double", "asynchronous": asynchronous}
+        pars = _gpu_parsimony(make)
+        assert isinstance(pars, GpuParsimony) and (pars.staging is not None) == asynchronous
+    assert backend_factory(device=0).asynchronous is False
+
+
+def test_a_flush_in_jobs_goes_out_in_one_partials_launch(tmp_path):
+    """The core's flush (ops job by job, spans section): one update_partials_jobs launch with the ops and
+    the spans as written, no launch per level, then the scale and root launches."""
+    from mbgpu.core import trees as T
+    from mbgpu.core.device_division import DeviceDivision
+    from mbgpu.cuda.batch import unpack_flush
+    from tests.test_core.build import PRIMATES_GTR, build_chains
+    from tests.test_core.packed_host import packed_choice
+
+    chains, _p, _s = build_chains(tmp_path, PRIMATES_GTR, nchains=3, wrap=packed_choice)
+    trees = T.ChainTrees([ch.tree for ch in chains])
+    div = DeviceDivision(chains[0].parts[0].inc.shared, [ch.parts[0].inc for ch in chains])
+    div.refresh(trees)
+    div.todo[:] = [2, 0, 2]
+    flush = div.plan(trees)
+    BASE = 1 << 20
+    f = Fake()
+    f.spec = div.backend.spec
+    f.n_sm = 132; f.mat_shared = 0
+    log, store = [], {}
+    f.k_matrices, f.k_scale, f.k_root = K(log, "mat"), K(log, "scale"), K(log, "root")
+    f.launch_level = lambda d_ops, start, n: log.append(("level", (d_ops, start, n)))
+    f.launch_jobs = lambda d_ops, d_spans, n: log.append(("jobs", (d_ops, d_spans, n)))
+    f.dev = contextlib.nullcontext()
+    f._sync_tips = lambda: None
+    f._invariant_site_table = lambda: 777
+    f.staging = None
+    f._upload = lambda name, arr: store.setdefault("blob", arr.copy()) is not None and BASE
+    f._work = lambda name, n: ("buf", name, n)
+    f.d_matrices, f.d_scale, f.d_partials, f.d_tip_states, f.d_tip_index, f.d_weights = "M", "S", "P", "TS", "TI", "W"
+    f._tip_partials_ptr = lambda: "TP"
+    CudaBackend.launch_packed(f, flush)
+    assert [name for name, _a in log] == ["mat", "jobs", "scale", "root"]
+    got = unpack_flush(flush, f.spec.n_states, f.spec.n_categories)
+    blob = store["blob"]
+    d_ops, d_spans, n_jobs = log[1][1]
+    assert n_jobs == 2
+    ops = blob[(d_ops - BASE) // 8:(d_ops - BASE) // 8 + got["ops"].size].reshape(-1, 7)
+    spans = blob[(d_spans - BASE) // 8:(d_spans - BASE) // 8 + 4].reshape(2, 2)
+    assert np.array_equal(ops, got["ops"]) and np.array_equal(spans, got["spans"])
+    assert spans[1, 0] == spans[0, 1] and spans.sum(axis=0)[1] == len(ops)

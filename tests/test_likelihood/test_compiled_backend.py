@@ -173,13 +173,13 @@ def test_results_do_not_depend_on_threads_or_blocks():
 
 def test_select_picks_compiled_on_the_cpu_and_numpy_on_request():
     out = io.StringIO()
-    choice = choose_backend({"Usebeagle": "No"}, Console(out), env={}, cuda_present=lambda: True)
+    choice = choose_backend({"Usebeagle": "No"}, Console(out), cuda_present=lambda: True)
     assert choice.kind == "cpu" and choice.make is CompiledBackend and "compiled CPU" in out.getvalue()
     out = io.StringIO()
-    choice = choose_backend({"Usebeagle": "No"}, Console(out), env={}, cuda_present=lambda: True, cpu="numpy")
+    choice = choose_backend({"Usebeagle": "No"}, Console(out), cuda_present=lambda: True, cpu="numpy")
     assert choice.make is NumpyBackend and "numpy CPU" in out.getvalue()
     with pytest.raises(ValueError):
-        choose_backend({}, Console(io.StringIO()), env={}, cuda_present=lambda: False, cpu="fortran")
+        choose_backend({}, Console(io.StringIO()), cuda_present=lambda: False, cpu="fortran")
 
 
 def test_oracle_log_likelihoods_through_the_compiled_backend(shared_data, monkeypatch):

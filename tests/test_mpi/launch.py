@@ -10,10 +10,11 @@ from pathlib import Path
 import mbgpu.jit
 from tests.conftest import TEST_DATA
 
-LAUNCH_PREFIXES = ("OMPI_", "PMI", "PMIX", "MPI_LOCAL", "HYDRA", "SLURM_", "MBGPU_MPI_FAULT")
+LAUNCH_PREFIXES = ("OMPI_", "PMI", "PMIX", "MPI_LOCAL", "HYDRA", "SLURM_")
 KEEP_PREFIXES = ("OMPI_MCA_", "OMPI_ALLOW_RUN_AS_ROOT")    # the site's MPI configuration, not a launch
 
 ROOT = Path(__file__).resolve().parents[2]
+FAULT_ENTRY = Path(__file__).with_name("fault_entry.py")     # mbgpu.mpi with an injected fault (tests only)
 
 
 DATA = TEST_DATA / "primates.nex"
@@ -28,9 +29,8 @@ def block(ngen: int = 60, mcmc_extra: str = "", set_extra: str = "") -> str:
 
 
 def clean_env(**extra) -> dict:
-    """This environment without any launcher's variables, on the CPU backend, plus `extra`."""
+    """This environment without any launcher's variables, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_PREFIXES) or k.startswith(KEEP_PREFIXES)}
-    env["MBGPU_BACKEND"] = "cpu"
     env.update(extra)
     # the compiled core's numba cache of this test process, also where a test gives the job its own
     # HOME: the jobs test launching and signals, not numba's first compile (tens of seconds per rank)
@@ -50,11 +50,15 @@ def _flags(exe: str) -> list[str]:
     return []
 
 
-def run(folder: Path, text: str, n: int | None, timeout: float = 240, **env) -> subprocess.CompletedProcess:
-    """Write `text` to folder/run.nex and run it with n ranks (None: serially, no launcher at all)."""
+def run(folder: Path, text: str, n: int | None, timeout: float = 240, fault: str | None = None,
+        **env) -> subprocess.CompletedProcess:
+    """Write `text` to folder/run.nex and run it on the CPU backend (`--backend=cpu`) with n ranks (None:
+    serially, no launcher at all). `fault` "RANK:GEN:raise|kill|usr1": through fault_entry.py, which
+    injects that fault."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "run.nex").write_text(text)
-    cmd = [sys.executable, "-m", "mbgpu.mpi", "run.nex"]
+    entry = [str(FAULT_ENTRY), fault] if fault is not None else ["-m", "mbgpu.mpi"]
+    cmd = [sys.executable, *entry, "--backend=cpu", "run.nex"]
     if n is not None:
         exe = mpiexec()
         cmd = [exe, *_flags(exe), "-n", str(n), *cmd]

@@ -52,7 +52,7 @@ def test_failing_rank_aborts_job_and_keeps_checkpoint(tmp_path, kind):
     from mbgpu.checkpoint.session import load
 
     start = time.time()
-    proc = run(tmp_path, block(ngen=2000), 2, timeout=120, MBGPU_MPI_FAULT="1:30:%s" % kind)
+    proc = run(tmp_path, block(ngen=2000), 2, timeout=120, fault="1:30:%s" % kind)
     assert proc.returncode != 0
     assert time.time() - start < 120
     if kind == "raise":
@@ -113,7 +113,7 @@ def test_split_log_likelihood_equals_whole(k):
 def test_stop_signal_on_one_rank_stops_every_rank_with_a_checkpoint(tmp_path):
     from mbgpu.checkpoint.session import load
 
-    proc = run(tmp_path, block(ngen=2000), 3, timeout=120, MBGPU_MPI_FAULT="2:25:usr1")
+    proc = run(tmp_path, block(ngen=2000), 3, timeout=120, fault="2:25:usr1")
     assert proc.returncode == 138, proc.stdout[-2000:] + proc.stderr
     assert "SIGUSR1 received." in proc.stdout and "resume with 'mcmc append=yes ngen=2000'" in proc.stdout
     assert int(load(str(tmp_path / "r.ckp.h5"))["mc3/generation"][0]) == 25

@@ -1,10 +1,10 @@
-"""The MPI pieces that need no launcher: placement, launch detection, device choice, fault hook, slices."""
+"""The MPI pieces that need no launcher: placement, launch detection, device choice, the tests' fault entry,
+slices."""
 import pytest
 
 from mbgpu.errors import CommandError, DeviceError
 from mbgpu.mpi import comm as mcomm
 from mbgpu.mpi.devices import pick_device
-from mbgpu.mpi.driver import parse_fault
 from mbgpu.mpi.layout import Layout
 from mbgpu.mpi.sitesplit import pattern_slice
 
@@ -80,23 +80,53 @@ def test_mpi4py_of_another_mpi_is_refused(monkeypatch):
 
 
 def test_device_choice():
-    assert pick_device(0, 4, {})[0] == 0 and pick_device(5, 4, {})[0] == 1
-    assert pick_device(3, 1, {"CUDA_VISIBLE_DEVICES": "2"})[0] == 0     # srun --gpus-per-task=1: one visible
-    assert pick_device(2, 4, {"MBGPU_DEVICE": "3"})[0] == 3
-    assert pick_device(2, 4, {"MBGPU_DEVICE": "0,1"})[0] == 0
-    with pytest.raises(DeviceError, match="names device 5 but 2 device"):
-        pick_device(0, 2, {"MBGPU_DEVICE": "5"})
-    with pytest.raises(DeviceError, match="comma list"):
-        pick_device(0, 2, {"MBGPU_DEVICE": "gpu0"})
-    with pytest.raises(DeviceError, match="no CUDA device"):
-        pick_device(0, 0, {})
+    assert pick_device(0, 4)[0] == 0 and pick_device(5, 4)[0] == 1
+    assert pick_device(3, 1, "2")[0] == 0          # srun --gpus-per-task=1 (CUDA_VISIBLE_DEVICES=2): one visible
+    assert [pick_device(i, 3, "0,2,3")[0] for i in range(4)] == [0, 1, 2, 0]   # a chosen set of GPUs, in turn
+    with pytest.raises(DeviceError, match="no CUDA device.*CUDA_VISIBLE_DEVICES=unset"):
+        pick_device(0, 0)
 
 
-def test_fault_hook_parsing():
-    assert parse_fault(None) is None and parse_fault("1:20:kill") == (1, 20, "kill")
-    with pytest.raises(CommandError):
+def test_mpi_backend_gets_the_ranks_device(monkeypatch):
+    """Under MPI the rank's device index is passed to the backend factory (no environment in between)."""
+    import io
+
+    import mbgpu.likelihood.select as select
+    import mbgpu.mpi.devices as devices
+    from mbgpu.console import Console
+    from mbgpu.mpi.layout import Layout
+    from mbgpu.mpi.run import _backend
+
+    class Comm:
+        def __init__(self, rank):
+            self.rank = rank
+
+        def Get_rank(self):
+            return self.rank
+
+        def Get_size(self):
+            return 4
+
+    made = []
+    monkeypatch.setattr(devices, "local_comm", lambda comm: comm)
+    monkeypatch.setattr(devices, "share_cores", lambda n: n)
+    monkeypatch.setattr(devices, "assign_device", lambda local_rank: (local_rank % 2, "cuda:%d" % (local_rank % 2)))
+    monkeypatch.setattr(select, "_cuda_available", lambda: True)
+    monkeypatch.setattr(select, "_gpu_factory", lambda precision, device, asynchronous: made.append(device) or object())
+    settings = type("S", (), {"options": {}, "mcmc": {}})()
+    for rank in range(4):
+        _factory, label, _local = _backend(settings, Console(io.StringIO()), Comm(rank), Layout(2, 2, 4))
+        assert label == "cuda:%d" % (rank % 2)
+    assert made == [0, 1, 0, 1]
+
+
+def test_fault_entry_parsing():
+    from tests.test_mpi.fault_entry import parse_fault
+
+    assert parse_fault("1:20:kill") == (1, 20, "kill")
+    with pytest.raises(ValueError):
         parse_fault("1:x:raise")
-    with pytest.raises(CommandError):
+    with pytest.raises(ValueError):
         parse_fault("1:2:explode")
 
 

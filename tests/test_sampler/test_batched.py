@@ -1,5 +1,6 @@
 """Batched generations (mbgpu.sampler.batch_step): every chain's proposal queued, one flush per pattern
-set, then the decisions. Output must be byte-identical to the per-chain path (MBGPU_SAMPLER=chain)."""
+set, then the decisions. Output must be byte-identical to the per-chain path (the `sampler_path` fixture's
+"chain": IncrementalPartition, one instance per chain)."""
 import io
 
 import numpy as np
@@ -10,8 +11,7 @@ from mbgpu.cuda.batch import ChainSlots
 from mbgpu.interpreter import Interpreter
 from mbgpu.likelihood.batched import LaneLayout
 from mbgpu.likelihood.numpy_backend import NumpyBackend
-from mbgpu.sampler.batch_step import kids_table, pipeline_groups, sampler_mode
-from mbgpu.errors import CommandError
+from mbgpu.sampler.batch_step import PIPELINE_GROUPS, kids_table, pipeline_groups
 from mbgpu.tree import random_tree
 from tests.conftest import TEST_DATA as DATA
 PRIMATES = ("begin mrbayes; set seed=3 swapseed=4; execute %s; lset nst=6 rates=invgamma;\n"
@@ -68,10 +68,12 @@ class LevelCheckingBackend(NumpyBackend):
         return handle
 
 
-def run_block(folder, text, monkeypatch, sampler):
+def run_block(folder, text, monkeypatch, sampler="batched", sampler_path=None):
+    """Run `text` in `folder`; with the `sampler_path` fixture, on that likelihood path (else the runs' own)."""
     folder.mkdir(exist_ok=True)
     monkeypatch.chdir(folder)
-    monkeypatch.setenv("MBGPU_SAMPLER", sampler)
+    if sampler_path is not None:
+        sampler_path(sampler)
     (folder / "run.nex").write_text("#NEXUS\n" + text)
     out = io.StringIO()
     Interpreter(Console(out)).run_file(str(folder / "run.nex"))
@@ -86,21 +88,22 @@ def assert_same_files(a, b):
 
 
 @pytest.mark.parametrize("block", [PRIMATES, CYNMIX], ids=["primates", "cynmix-partitioned-mkv"])
-def test_batched_files_equal_per_chain_files(tmp_path, monkeypatch, block, interpreted):
-    run_block(tmp_path / "chain", block, monkeypatch, "chain")
-    run_block(tmp_path / "batched", block, monkeypatch, "batched")
+def test_batched_files_equal_per_chain_files(tmp_path, monkeypatch, sampler_path, block, interpreted):
+    run_block(tmp_path / "chain", block, monkeypatch, "chain", sampler_path)
+    run_block(tmp_path / "batched", block, monkeypatch, "batched", sampler_path)
     assert_same_files(tmp_path / "chain", tmp_path / "batched")
 
 
-def test_batched_flush_path_equals_per_chain(tmp_path, monkeypatch, interpreted):
+def test_batched_flush_path_equals_per_chain(tmp_path, monkeypatch, sampler_path, interpreted):
     """The one-flush-for-all-chains path (as on the GPU) on numpy: same files as chain by chain."""
     import mbgpu.likelihood.select as select
 
-    run_block(tmp_path / "chain", PRIMATES, monkeypatch, "chain")
+    run_block(tmp_path / "chain", PRIMATES, monkeypatch, "chain", sampler_path)
     monkeypatch.setattr(select, "_cuda_available", lambda: True)
-    monkeypatch.setattr(select, "_gpu_factory", lambda precision: LevelCheckingBackend)
+    monkeypatch.setattr(select, "_gpu_factory", lambda precision, device, asynchronous: LevelCheckingBackend)
+    monkeypatch.setattr(select, "GPU_MIN_WORK", 0)            # primates is below the size the GPU is chosen for
     LevelCheckingBackend.levels_seen.clear()
-    screen = run_block(tmp_path / "flush", PRIMATES, monkeypatch, "batched")
+    screen = run_block(tmp_path / "flush", PRIMATES, monkeypatch, "batched", sampler_path)
     assert "Likelihood backend: CUDA GPU" in screen
     assert len(LevelCheckingBackend.levels_seen) >= 150       # a levelled flush per generation
     assert_same_files(tmp_path / "chain", tmp_path / "flush")
@@ -129,24 +132,32 @@ def test_lane_layout_matches_chain_slots():
         assert lay.cumulative(lane) == cs.cumulative_scale(lane)
 
 
-@pytest.mark.parametrize("groups", ["2", "3"])
-def test_pipeline_groups_do_not_change_the_output(tmp_path, monkeypatch, groups, interpreted):
-    run_block(tmp_path / "one", PRIMATES, monkeypatch, "batched")
-    monkeypatch.setenv("MBGPU_PIPELINE", groups)
-    run_block(tmp_path / "other", PRIMATES, monkeypatch, "batched")
+@pytest.mark.parametrize("groups", [1, 3])
+def test_pipeline_groups_do_not_change_the_output(tmp_path, monkeypatch, sampler_path, pipeline, groups, interpreted):
+    run_block(tmp_path / "one", PRIMATES, monkeypatch, "batched", sampler_path)       # the default, 2 groups
+    pipeline(groups)
+    run_block(tmp_path / "other", PRIMATES, monkeypatch, "batched", sampler_path)
     assert_same_files(tmp_path / "one", tmp_path / "other")
 
 
-def test_pipeline_groups_from_environment():
-    assert pipeline_groups({}) == 2 and pipeline_groups({"MBGPU_PIPELINE": "1"}) == 1
-    with pytest.raises(CommandError, match="MBGPU_PIPELINE"):
-        pipeline_groups({"MBGPU_PIPELINE": "0"})
+def test_runs_take_the_batched_path_in_two_pipeline_groups(tmp_path, monkeypatch, interpreted):
+    """No switch: every run's chains are lanes of shared instances, stepped in PIPELINE_GROUPS = 2 groups."""
+    import mbgpu.sampler.batch_step as batch_step
 
-
-def test_sampler_mode_from_environment():
-    assert sampler_mode({}) == "batched" and sampler_mode({"MBGPU_SAMPLER": "Chain"}) == "chain"
-    with pytest.raises(CommandError, match="MBGPU_SAMPLER"):
-        sampler_mode({"MBGPU_SAMPLER": "fast"})
+    assert pipeline_groups() == PIPELINE_GROUPS == 2
+    seen, lanes = [], []
+    launch = batch_step.launch_chains
+    monkeypatch.setattr(batch_step, "launch_chains", lambda chains, tag="": seen.append(tag) or launch(chains, tag))
+    lane = batch_step.LanePartition
+    monkeypatch.setattr(batch_step, "LanePartition", lambda *a: lanes.append(a) or lane(*a))
+    folder = tmp_path / "run"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    (folder / "run.nex").write_text("#NEXUS\n" + PRIMATES.replace("ngen=150", "ngen=3"))
+    Interpreter(Console(io.StringIO())).run_file(str(folder / "run.nex"))
+    assert len(lanes) == 6 and seen[-2:] == ["0", "1"]        # 2 runs x 3 chains, one pattern set
+    with pytest.raises(AssertionError):
+        batch_step.PartFactory(NumpyBackend, 4, 2, mode="fast")
 
 
 def test_parsimony_fast_paths_equal_the_direct_formulas():

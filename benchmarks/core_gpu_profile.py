@@ -1,0 +1,191 @@
+"""Where a GPU generation of the compiled core goes: host planning, queueing the launches, waiting for
+the device; launches, operations and bytes moved per generation; the share of the device's measured
+copy bandwidth that the generation rate reaches.
+
+    python3 benchmarks/core_gpu_profile.py --data dna64x50k prot40x20k --ngen 600 [--precision single]
+
+Runs mbgpu in this process on benchmarks/peers.py's data sets (4 chains x 2 runs, MrBayes' default moves)
+with the CUDA backend, times DeviceDivision.evaluate's three parts, and counts what each flush holds.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+import peers  # noqa: E402
+
+
+def copy_bandwidth(backend, nbytes: int = 1 << 30) -> float:
+    """Device-to-device copy bandwidth in bytes/s (read + write counted), best of 5."""
+    import pycuda.driver as drv
+
+    with backend.dev:
+        a, b = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
+        best = 0.0
+        for _ in range(5):
+            start, end = drv.Event(), drv.Event()
+            start.record()
+            drv.memcpy_dtod(b, a, nbytes)
+            end.record()
+            end.synchronize()
+            best = max(best, 2 * nbytes / (end.time_since(start) * 1e-3))
+        a.free()
+        b.free()
+    return best
+
+
+class Meter:
+    """Wraps DeviceDivision.evaluate: seconds in plan / launch / fetch, flush contents, bytes moved."""
+
+    def __init__(self):
+        self.t = np.zeros(3)
+        self.flushes = self.ops = self.levels = self.mats = self.roots = 0
+        self.bytes = 0.0
+        self.backend = None
+
+    def install(self, cls):
+        meter = self
+
+        def evaluate(div, tree):
+            live = div.todo != 0
+            if not live.any():
+                return
+            t0 = time.perf_counter()
+            flush = div.plan(tree)
+            t1 = time.perf_counter()
+            handle = div.backend.launch_packed(flush)
+            t2 = time.perf_counter()
+            div.lnl_p[live] = div.backend.batch_fetch(handle)
+            t3 = time.perf_counter()
+            meter.t += (t1 - t0, t2 - t1, t3 - t2)
+            meter.count(div, flush)
+
+        cls.evaluate = evaluate
+
+    def count(self, div, flush) -> None:
+        b = getattr(div.backend, "inner", div.backend)
+        self.backend = b
+        s, c, p = b.spec.n_states, b.spec.n_categories, b.spec.n_patterns
+        real = b.real
+        n_ops = flush.sizes[2] // 7
+        n_roots = flush.sizes[5] // 4
+        part = c * p * s * real
+        self.flushes += 1
+        self.ops += n_ops
+        self.levels += len(flush.counts)
+        self.mats += flush.n_mat
+        self.roots += n_roots
+        # an operation reads two children and writes one partial buffer and its scale row (tips: states,
+        # counted as one partial read: an upper bound); the scale sums read every node's row; the root
+        # reads its partials, the third child, the summed scale row
+        self.bytes += n_ops * (3 * part + 8 * p) + flush.sizes[4] * 8 * p + n_roots * (2 * part + 16 * p)
+
+
+class Detail:
+    """Seconds spent in CudaBackend's launch helpers (host side), by name."""
+
+    NAMES = ("_upload", "_sync_tips", "_invariant_site_table", "launch_jobs", "_work")
+
+    def __init__(self):
+        self.t = {}
+
+    def install(self):
+        from mbgpu.cuda.backend import CudaBackend
+
+        for name in self.NAMES:
+            setattr(CudaBackend, name, self._timed(name, getattr(CudaBackend, name)))
+
+    def _timed(self, name, fn):
+        def wrapped(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                self.t[name] = self.t.get(name, 0.0) + time.perf_counter() - t0
+        return wrapped
+
+
+def run(data: dict, ngen: int, precision: str, folder: str) -> dict:
+    from mbgpu.console import Console
+    from mbgpu.core.device_division import DeviceDivision
+    from mbgpu.interpreter import Interpreter
+
+    meter = Meter()
+    meter.install(DeviceDivision)
+    nex = os.path.join(folder, "run.nex")
+    with open(nex, "w") as f:
+        f.write("#NEXUS\nbegin mrbayes; set seed=5 swapseed=5 usebeagle=yes beagledevice=gpu beagleprecision=%s;\n"
+                "execute %s; %s %s\nmcmc ngen=%d nruns=2 nchains=4 samplefreq=100 printfreq=%d diagnfreq=%d "
+                "filename=r; end;\n" % (precision, data["path"], data["lset"], data["prset"], ngen, ngen, ngen))
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        t0 = time.perf_counter()
+        Interpreter(Console(io.StringIO())).run_file(nex)
+        wall = time.perf_counter() - t0
+    finally:
+        os.chdir(cwd)
+    g = max(meter.flushes, 1)
+    bw = copy_bandwidth(meter.backend)
+    per_gen = meter.t.sum() / g
+    return {"data": data["name"], "precision": precision, "generations": meter.flushes, "wall_s": wall,
+            "gen_per_s_evaluate": 1.0 / per_gen, "plan_us": 1e6 * meter.t[0] / g,
+            "launch_us": 1e6 * meter.t[1] / g, "wait_us": 1e6 * meter.t[2] / g,
+            "ops": meter.ops / g, "levels": meter.levels / g, "matrices": meter.mats / g,
+            "launches": (meter.levels + 3 * meter.flushes) / g, "MB_moved": meter.bytes / g / 1e6,
+            "copy_GBps": bw / 1e9, "bandwidth_bound_gen_per_s": bw / (meter.bytes / g),
+            "fraction_of_bound": (1.0 / per_gen) / (bw / (meter.bytes / g))}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", nargs="+", default=["dna64x50k"], choices=sorted(peers.DATASETS))
+    ap.add_argument("--ngen", type=int, default=600)
+    ap.add_argument("--precision", default="double", choices=("double", "single"))
+    ap.add_argument("--asynchronous", action="store_true",
+                    help="page-locked asynchronous flushes (choose_backend(asynchronous=True))")
+    ap.add_argument("--detail", action="store_true", help="time CudaBackend's launch helpers (us per generation)")
+    ap.add_argument("--cprofile", type=int, default=0, metavar="N",
+                    help="also print the N functions with the most own time (cProfile of the timed run)")
+    args = ap.parse_args(argv)
+    work = tempfile.mkdtemp(prefix="mbgpu-gpuprof-")
+    if args.asynchronous:
+        import functools
+
+        import mbgpu.likelihood.select as select
+
+        select.choose_backend = functools.partial(select.choose_backend, asynchronous=True)
+    for name in args.data:
+        data = peers.prepare_data(name, os.path.join(work, "data"))
+        run(data, 20, args.precision, tempfile.mkdtemp(dir=work))          # compile and warm up
+        detail = Detail()
+        if args.detail:
+            detail.install()
+        if args.cprofile:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            got = prof.runcall(run, data, args.ngen, args.precision, tempfile.mkdtemp(dir=work))
+            pstats.Stats(prof).sort_stats("tottime").print_stats(args.cprofile)
+        else:
+            got = run(data, args.ngen, args.precision, tempfile.mkdtemp(dir=work))
+        print(" ".join("%s=%s" % (k, ("%.4g" % v) if isinstance(v, float) else v) for k, v in got.items()),
+              flush=True)
+        if args.detail:
+            print("  host us per generation:", " ".join("%s=%.1f" % (k, 1e6 * v / max(got["generations"], 1))
+                                                       for k, v in sorted(detail.t.items())), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""Walks of an undirected tree given as adjacency (adj[v]: v's neighbours, e.g. {w: branch length}) from a
+chosen root. Shared by ParsSPR's parsimony on the host (mbgpu.moves.parsimony) and on the GPU
+(mbgpu.cuda.parsimony), so the CUDA code imports no move module.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+
+def rooted_order(adj: Sequence[Iterable[int]], root: int) -> tuple[list[int], dict[int, int]]:
+    """Preorder of the component of `root` in adj and each node's parent in it (root: -1).
+
+    >>> rooted_order([{1: 0.1}, {0: 0.1, 2: 0.2}, {1: 0.2}], 1)
+    ([1, 0, 2], {1: -1, 0: 1, 2: 1})
+    """
+    order, parent, _ = rooted_children(adj, root)
+    return order, parent
+
+
+def rooted_children(adj: Sequence[Iterable[int]], root: int) -> tuple[list[int], dict[int, int], dict[int, list[int]]]:
+    """rooted_order(adj, root) and each node's children in adjacency order, in the same one walk (in a
+    tree every neighbour not yet reached when a node is visited is its child)."""
+    parent = {root: -1}
+    order = [root]
+    kids: dict[int, list[int]] = {}
+    for v in order:
+        got = kids[v] = [w for w in adj[v] if w not in parent]
+        for w in got:
+            parent[w] = v
+        order += got
+    return order, parent, kids

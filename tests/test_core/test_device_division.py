@@ -1,0 +1,125 @@
+"""The core's device path (mbgpu.core.device_division): the packed flush it writes, replayed on the numpy
+reference (tests.test_core.packed_host), gives every chain the reference log likelihood, level by
+level in a valid order, for branch, topology and model proposals and after accepts and rejects."""
+import numpy as np
+import pytest
+
+from mbgpu.core import trees as T
+from mbgpu.core.device_division import DeviceDivision, flush_capacity
+from mbgpu.core.division import PROP
+from mbgpu.cuda.batch import unpack_flush
+from mbgpu.moves import ExtSPR, MoveContext, Multiplier
+from mbgpu.sampler.model_state import rate_multiplier, spec_with_values
+from tests.test_core.build import CYNMIX_PARTS, PRIMATES_GTR, build_chains
+from tests.test_core.packed_host import packed_choice
+from tests.test_core.test_division import _reference, _set_proposal
+
+
+def _propose(chains, params, trees, div, j, c, rng, ctx):
+    """Chain c's proposal: 0 a topology move, 1 a branch length, 2 a new model (all branches)."""
+    ch = chains[c]
+    move = ExtSPR() if c % 3 == 0 else Multiplier()
+    tree = move.propose(T.from_arrays(ch.tree.n_tips, trees.parent[c], trees.brlen[c]), rng, ctx).tree
+    values = [np.array(v) for v in ch.values]
+    if c % 3 == 2:
+        values = [v * rng.uniform(0.8, 1.25, v.shape) if v.size == 1 else v for v in values]
+        part = ch.parts[j]
+        model = ch.models.get(spec_with_values(part.spec, params, values, part.division))
+        div.set_model(c, PROP, model, rate_multiplier(params, values, part.division, part.fixed_mult))
+        tree = T.from_arrays(ch.tree.n_tips, trees.parent[c], trees.brlen[c])
+    _set_proposal(trees, c, tree)
+    div.todo[c] = 2 if c % 3 == 2 else 1
+    return tree, values
+
+
+@pytest.mark.parametrize("commands", [PRIMATES_GTR, CYNMIX_PARTS], ids=["primates", "cynmix"])
+def test_packed_flushes_give_the_reference_likelihoods(tmp_path, commands):
+    chains, params, _s = build_chains(tmp_path, commands, nchains=4, wrap=packed_choice)
+    rng = np.random.default_rng(8)
+    ctx = MoveContext(n_tips=chains[0].tree.n_tips)
+    for j in range(len(chains[0].parts)):
+        if chains[0].parts[j].inc._mkv is not None:
+            continue
+        trees = T.ChainTrees([ch.tree for ch in chains])
+        div = DeviceDivision(chains[0].parts[j].inc.shared, [ch.parts[j].inc for ch in chains])
+        div.refresh(trees)
+        for step in range(10):
+            proposals = [_propose(chains, params, trees, div, j, c, rng, ctx) for c in range(len(chains))]
+            div.todo[1] = 0 if step % 4 == 3 else div.todo[1]          # a chain without work now and then
+            div.evaluate(trees)
+            for c, ch in enumerate(chains):
+                if div.todo[c]:
+                    assert div.lnl_p[c] == pytest.approx(_reference(ch, j, *proposals[c]), rel=1e-11, abs=1e-9)
+            accepted = np.array([step % 2 == 0, True, step % 3 == 0, step % 2 == 1])
+            div.keep(accepted)
+            for c in range(len(chains)):
+                if accepted[c] and div.todo[c]:
+                    trees.parent[c], trees.kids[c], trees.brlen[c] = (trees.parent_p[c], trees.kids_p[c],
+                                                                      trees.brlen_p[c])
+                else:
+                    trees.parent_p[c], trees.kids_p[c], trees.brlen_p[c] = (trees.parent[c], trees.kids[c],
+                                                                            trees.brlen[c])
+            div.todo[:] = 0
+
+
+def test_a_full_flush_fits_and_each_job_is_child_first(tmp_path):
+    """Every chain with a new model: the flush fits the buffer, holds every branch's matrix and every
+    internal node's operation once, one job per chain whose operations read only tips and the job's
+    earlier results, and the root parameters are the chains' models."""
+    chains, _p, _s = build_chains(tmp_path, PRIMATES_GTR, nchains=3, wrap=packed_choice)
+    trees = T.ChainTrees([ch.tree for ch in chains])
+    div = DeviceDivision(chains[0].parts[0].inc.shared, [ch.parts[0].inc for ch in chains])
+    div.refresh(trees)                                      # also copies each chain's model into row PROP
+    div.todo[:] = 2
+    flush = div.plan(trees)
+    n, nt, s, k = div.n_nodes, div.n_tips, div.n_states, div.n_categories
+    assert flush.blob.size <= flush_capacity(3, n, nt, s, k)
+    got = unpack_flush(flush, s, k)
+    used = [int((trees.parent[c] >= 0).sum()) for c in range(3)]          # branches of each chain's tree
+    assert flush.n_mat == sum(used) and flush.n_eig == 3 and got["counts"] == []
+    inner = [u + 1 - nt for u in used]                                    # internal nodes: branches + 1 - tips
+    assert got["spans"].tolist() == [[0, inner[0]], [inner[0], inner[1]], [inner[0] + inner[1], inner[2]]]
+    assert len(set(got["ops"][:, 0].tolist())) == len(got["ops"]) == sum(inner)
+    for first, count in got["spans"].tolist():
+        seen = set()
+        for row in got["ops"][first:first + count].tolist():
+            assert all(child < nt or child in seen for child in (row[3], row[5]))
+            seen.add(row[0])
+    assert np.allclose(got["params"][:, s + k], [ch.parts[0].inc.model.pinvar for ch in chains])
+    assert np.allclose(got["params"][:, :s], [ch.parts[0].inc.model.frequencies for ch in chains])
+
+
+def _run(folder, monkeypatch, wrap):
+    """Run test_stepper's block in `folder` (the chosen backend wrapped by `wrap`); the generations the
+    core stepped and the kinds of pattern-set views it used."""
+    import io
+
+    import mbgpu.core.stepper as stepper
+    import mbgpu.likelihood.select as select
+    from mbgpu.console import Console
+    from mbgpu.interpreter import Interpreter
+    from tests.test_core.test_stepper import BLOCK
+
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    (folder / "run.nex").write_text(BLOCK.replace("lset nst=6", "set usebeagle=no; lset nst=6"))
+    choose, step, kinds = select.choose_backend, stepper.CoreStepper.step, set()
+
+    def counted(self, *a):
+        kinds.update(type(d).__name__ for d in self.divisions)
+        return step(self, *a)
+
+    monkeypatch.setattr(select, "choose_backend", lambda *a, **k: wrap(choose(*a, **k)))
+    monkeypatch.setattr(stepper.CoreStepper, "step", counted)
+    Interpreter(Console(io.StringIO())).run_file(str(folder / "run.nex"))
+    monkeypatch.undo()
+    return kinds
+
+
+def test_a_run_through_packed_flushes_writes_the_host_runs_files(tmp_path, monkeypatch):
+    """The whole sampler on the device path (flushes replayed on the host backend) writes the same
+    samples as the core's host path: same trees, same parameters, log likelihoods to print precision."""
+    assert _run(tmp_path / "host", monkeypatch, lambda choice: choice) == {"DivisionArrays"}
+    assert _run(tmp_path / "device", monkeypatch, packed_choice) == {"DeviceDivision"}
+    for name in ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t"):
+        assert (tmp_path / "host" / name).read_text() == (tmp_path / "device" / name).read_text(), name

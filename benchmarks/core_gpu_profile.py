@@ -1,11 +1,13 @@
 """Where a GPU generation of the compiled core goes: host planning, queueing the launches, waiting for
-the device; launches, operations and bytes moved per generation; the share of the device's measured
-copy bandwidth that the generation rate reaches.
+the device (per generation, summed over its flushes); launches, operations and bytes moved per
+generation; the share of the device's measured copy bandwidth that the whole run's generation rate
+(start-up included: use a long --ngen) reaches.
 
     python3 benchmarks/core_gpu_profile.py --data dna64x50k prot40x20k --ngen 600 [--precision single]
 
 Runs mbgpu in this process on benchmarks/peers.py's data sets (4 chains x 2 runs, MrBayes' default moves)
-with the CUDA backend, times DeviceDivision.evaluate's three parts, and counts what each flush holds.
+with the CUDA backend, times DeviceDivision's plan/launch/collect and the generations (CoreStepper.step,
+from the first to the last: start-up left out), and counts what each flush holds.
 """
 from __future__ import annotations
 
@@ -44,32 +46,58 @@ def copy_bandwidth(backend, nbytes: int = 1 << 30) -> float:
 
 
 class Meter:
-    """Wraps DeviceDivision.evaluate: seconds in plan / launch / fetch, flush contents, bytes moved."""
+    """Wraps DeviceDivision and CoreStepper.step: seconds in plan / launch / collect, the steps' span,
+    flush contents, bytes moved."""
 
     def __init__(self):
         self.t = np.zeros(3)
-        self.flushes = self.ops = self.levels = self.mats = self.roots = 0
+        self.flushes = self.ops = self.levels = self.mats = self.roots = self.steps = 0
+        self.span = [None, None]
         self.bytes = 0.0
         self.backend = None
 
     def install(self, cls):
-        meter = self
+        """Wrap DeviceDivision.plan (host planning), .launch (planning + queueing) and .collect (waiting)."""
+        meter, plan, launch, collect = self, cls.plan, cls.launch, cls.collect
 
-        def evaluate(div, tree):
-            live = div.todo != 0
-            if not live.any():
-                return
+        def timed_plan(div, tree, *a):
             t0 = time.perf_counter()
-            flush = div.plan(tree)
-            t1 = time.perf_counter()
-            handle = div.backend.launch_packed(flush)
-            t2 = time.perf_counter()
-            div.lnl_p[live] = div.backend.batch_fetch(handle)
-            t3 = time.perf_counter()
-            meter.t += (t1 - t0, t2 - t1, t3 - t2)
+            flush = plan(div, tree, *a)
+            meter.t[0] += time.perf_counter() - t0
             meter.count(div, flush)
+            return flush
 
-        cls.evaluate = evaluate
+        def timed_launch(div, *a, **k):
+            t0 = time.perf_counter()
+            try:
+                return launch(div, *a, **k)
+            finally:
+                meter.t[1] += time.perf_counter() - t0
+
+        def timed_collect(div, ticket):
+            t0 = time.perf_counter()
+            collect(div, ticket)
+            meter.t[2] += time.perf_counter() - t0
+
+        from mbgpu.core.stepper import CoreStepper
+
+        step = CoreStepper.step
+        self.saved = [(cls, "plan", plan), (cls, "launch", launch), (cls, "collect", collect),
+                      (CoreStepper, "step", step)]
+        cls.plan, cls.launch, cls.collect = timed_plan, timed_launch, timed_collect
+
+        def timed_step(stepper, *a):
+            if meter.span[0] is None:
+                meter.span[0] = time.perf_counter()
+            step(stepper, *a)
+            meter.span[1] = time.perf_counter()
+            meter.steps += 1
+
+        CoreStepper.step = timed_step
+
+    def uninstall(self) -> None:
+        for owner, name, fn in self.saved:
+            setattr(owner, name, fn)
 
     def count(self, div, flush) -> None:
         b = getattr(div.backend, "inner", div.backend)
@@ -123,7 +151,7 @@ def run(data: dict, ngen: int, precision: str, folder: str) -> dict:
     meter.install(DeviceDivision)
     nex = os.path.join(folder, "run.nex")
     with open(nex, "w") as f:
-        f.write("#NEXUS\nbegin mrbayes; set seed=5 swapseed=5 usebeagle=yes beagledevice=gpu beagleprecision=%s;\n"
+        f.write("#NEXUS\nbegin mrbayes; set seed=5 swapseed=5 backend=gpu beagleprecision=%s;\n"
                 "execute %s; %s %s\nmcmc ngen=%d nruns=2 nchains=4 samplefreq=100 printfreq=%d diagnfreq=%d "
                 "filename=r; end;\n" % (precision, data["path"], data["lset"], data["prset"], ngen, ngen, ngen))
     cwd = os.getcwd()
@@ -134,14 +162,16 @@ def run(data: dict, ngen: int, precision: str, folder: str) -> dict:
         wall = time.perf_counter() - t0
     finally:
         os.chdir(cwd)
-    g = max(meter.flushes, 1)
+        meter.uninstall()
+    g = max(meter.steps - 1, 1)
+    meter.t[1] -= meter.t[0]                 # launch's own share: queueing, without the planning
     bw = copy_bandwidth(meter.backend)
-    per_gen = meter.t.sum() / g
-    return {"data": data["name"], "precision": precision, "generations": meter.flushes, "wall_s": wall,
-            "gen_per_s_evaluate": 1.0 / per_gen, "plan_us": 1e6 * meter.t[0] / g,
+    per_gen = (meter.span[1] - meter.span[0]) / g
+    return {"data": data["name"], "precision": precision, "generations": ngen, "flushes": meter.flushes,
+            "wall_s": wall, "gen_per_s": 1.0 / per_gen, "plan_us": 1e6 * meter.t[0] / g,
             "launch_us": 1e6 * meter.t[1] / g, "wait_us": 1e6 * meter.t[2] / g,
             "ops": meter.ops / g, "levels": meter.levels / g, "matrices": meter.mats / g,
-            "launches": (meter.levels + 3 * meter.flushes) / g, "MB_moved": meter.bytes / g / 1e6,
+            "launches": 4 * meter.flushes / g, "MB_moved": meter.bytes / g / 1e6,
             "copy_GBps": bw / 1e9, "bandwidth_bound_gen_per_s": bw / (meter.bytes / g),
             "fraction_of_bound": (1.0 / per_gen) / (bw / (meter.bytes / g))}
 

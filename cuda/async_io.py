@@ -1,5 +1,5 @@
 """Asynchronous host<->device traffic for the batched sampler (`asynchronous=True` of
-mbgpu.cuda.backend.backend_factory, CudaBackend and GpuParsimony; off by default until measured on a GPU):
+mbgpu.cuda.backend.backend_factory, CudaBackend and GpuParsimony; choose_backend turns it on for runs):
 page-locked staging buffers, and one event per flush tag so a flush's results can be waited for on their own.
 
 With synchronous copies on the legacy default stream, uploading group g+1's flush waits for group g's

@@ -529,7 +529,7 @@ def backend_factory(*, device=None, precision: str = "double", asynchronous: boo
     """A factory InstanceSpec -> CudaBackend sharing one opened device (for PartitionLikelihood).
 
     `device`: a Device or a device index (None: device 0); `asynchronous`: page-locked asynchronous
-    flushes (mbgpu.cuda.async_io; off by default until measured on a GPU)."""
+    flushes (mbgpu.cuda.async_io; runs get them from choose_backend, on by default there)."""
     from .context import Device, open_device
 
     dev = device if isinstance(device, Device) else open_device(device)

@@ -45,20 +45,31 @@ class DeviceDivision(ChainRows):
         self.blob = np.zeros(flush_capacity(c, n, lay.n_tips, s, k), dtype=np.int64)
         self.flushes = 0
 
+    def launch(self, tree, c0: int = 0, c1: int | None = None, tag: str = ""):
+        """Queue the flush of chains c0..c1-1's proposals (those with todo != 0); a ticket for collect,
+        None when none has work. Flushes with different tags may be in flight together."""
+        c1 = self.todo.size if c1 is None else c1
+        live = np.flatnonzero(self.todo[c0:c1]) + c0
+        if not live.size:
+            return None
+        self.flushes += 1
+        return live, self.backend.launch_packed(self.plan(tree, c0, c1), tag)
+
+    def collect(self, ticket) -> None:
+        """Wait for a launched flush; its chains' log likelihoods into lnl_p."""
+        if ticket is not None:
+            live, handle = ticket
+            self.lnl_p[live] = self.backend.batch_fetch(handle)
+
     def evaluate(self, tree) -> None:
         """Every chain with todo != 0: its proposal's log likelihood into lnl_p (one flush, waited for)."""
-        live = self.todo != 0
-        if not live.any():
-            return
-        handle = self.backend.launch_packed(self.plan(tree))
-        self.lnl_p[live] = self.backend.batch_fetch(handle)
-        self.flushes += 1
+        self.collect(self.launch(tree))
 
-    def plan(self, tree) -> PackedFlush:
-        """The packed flush of this generation's proposals (flips the proposals' slots)."""
+    def plan(self, tree, c0: int = 0, c1: int | None = None) -> PackedFlush:
+        """The packed flush of chains c0..c1-1's proposals (flips the proposals' slots)."""
         blob = self.blob
         total, n_eig, params_at = plan_flush(
-            self.todo, tree.parent_p, tree.kids_p, tree.brlen_p, tree.parent, tree.brlen, self.bslot, self.mslot,
+            c0, self.todo.size if c1 is None else c1, self.todo, tree.parent_p, tree.kids_p, tree.brlen_p, tree.parent, tree.brlen, self.bslot, self.mslot,
             self.bslot_p, self.mslot_p, self.n_tips, self.lanes, self.geometry, self.evals, self.evecs, self.einv,
             self.crates, self.cweights, self.freqs, self.pinvar, self.mult, *self.scratch, self.sizes, blob,
             blob.view(np.float64))
@@ -77,15 +88,16 @@ def flush_capacity(n_chains: int, n_nodes: int, n_tips: int, n_states: int, n_ca
 
 
 @numba.njit(**JIT_OPTIONS)
-def plan_flush(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips, lanes,
+def plan_flush(c0, c1, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips, lanes,
                geometry, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, marks, orders, mats, tally,
                sizes, blob, reals):
-    """Write the packed flush of every chain with todo != 0 into blob (reals: the same memory as float64),
+    """Write the packed flush of every chain c0 <= c < c1 with todo != 0 into blob (reals: the same memory
+    as float64),
     its operations job by job (mbgpu.cuda.batch.PackedFlush). Returns (words used, eigensystems, where
     the root parameters start among the reals)."""
-    n_chain, n = todo.shape[0], parent_p.shape[1]
+    n = parent_p.shape[1]
     n_mat = n_ops = n_jobs = n_eig = 0
-    for c in range(n_chain):
+    for c in range(c0, c1):
         if todo[c] == 0:
             continue
         m, q, root = mark_chain(c, todo[c] == 2, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p,
@@ -100,13 +112,13 @@ def plan_flush(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bsl
     sizes[0], sizes[1], sizes[2] = n_mat, n_mat, 7 * n_ops
     sizes[3], sizes[4], sizes[5], sizes[6] = 5 * n_jobs, n_jobs * inner, 4 * n_jobs, 2 * n_jobs
     n_int = sizes.sum()
-    _write_ops(todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, orders, tally, blob, 2 * n_mat,
+    _write_ops(c0, c1, todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, orders, tally, blob, 2 * n_mat,
                n_int - 2 * n_jobs)
     s, k = evals.shape[2], crates.shape[2]
     params_at = n_mat + n_eig * (s + 2 * s * s + k)
-    _write_models(todo, brlen_p, mslot_p, lanes, geometry, evals, evecs, einv, crates, mult, mats, tally, blob,
+    _write_models(c0, c1, todo, brlen_p, mslot_p, lanes, geometry, evals, evecs, einv, crates, mult, mats, tally, blob,
                   reals, n_mat, n_int, n_eig)
-    _write_roots(todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, cweights, freqs, pinvar, tally, blob,
+    _write_roots(c0, c1, todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, cweights, freqs, pinvar, tally, blob,
                  reals, 2 * n_mat + 7 * n_ops, n_int + params_at)
     return n_int + params_at + n_jobs * (s + k + 2), n_eig, params_at
 
@@ -117,11 +129,11 @@ def _buffer(v, slot, lane, n_tips, n_part):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _write_ops(todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, orders, tally, blob, at, spans):
+def _write_ops(c0, c1, todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, orders, tally, blob, at, spans):
     """The operation rows job by job (each chain's nodes child-first) and each job's (first op, count)."""
     n_part, n_mat, n_scale = geometry[0], geometry[1], geometry[2]
     w, j, first = at, 0, 0
-    for c in range(todo.shape[0]):
+    for c in range(c0, c1):
         if todo[c] == 0:
             continue
         kid, lane, bs, ms = kids_p[c], lanes[c], bslot_p[c], mslot_p[c]
@@ -142,13 +154,13 @@ def _write_ops(todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, orders, 
 
 
 @numba.njit(**JIT_OPTIONS)
-def _write_models(todo, brlen_p, mslot_p, lanes, geometry, evals, evecs, einv, crates, mult, mats, tally, blob,
+def _write_models(c0, c1, todo, brlen_p, mslot_p, lanes, geometry, evals, evecs, einv, crates, mult, mats, tally, blob,
                   reals, n_mat, n_int, n_eig):
     """Matrix indices with their eigensystem numbers, edge lengths, eigensystems and category rates."""
     s, k = evals.shape[2], crates.shape[2]
     width = s + 2 * s * s
     i, e = 0, 0
-    for c in range(todo.shape[0]):
+    for c in range(c0, c1):
         m = tally[c, 0]
         if todo[c] == 0 or m == 0:
             continue
@@ -172,20 +184,20 @@ def _write_models(todo, brlen_p, mslot_p, lanes, geometry, evals, evecs, einv, c
 
 
 @numba.njit(**JIT_OPTIONS)
-def _write_roots(todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, cweights, freqs, pinvar, tally, blob,
+def _write_roots(c0, c1, todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, cweights, freqs, pinvar, tally, blob,
                  reals, at, params):
     """Per chain with work: its scale job (sum of every node's current scale row), root job, root parameters."""
     n_part, n_mat, n_scale = geometry[0], geometry[1], geometry[2]
-    n_chain, n = todo.shape[0], kids_p.shape[1]
+    n = kids_p.shape[1]
     s, k = freqs.shape[2], cweights.shape[2]
     inner = n - n_tips
     n_jobs = 0
-    for c in range(n_chain):
+    for c in range(c0, c1):
         if todo[c] != 0:
             n_jobs += 1
     flat, roots = at + 5 * n_jobs, at + 5 * n_jobs + n_jobs * inner
     j = 0
-    for c in range(n_chain):
+    for c in range(c0, c1):
         if todo[c] == 0:
             continue
         row = PROP if todo[c] == 2 else CUR

@@ -57,6 +57,15 @@ class ChainRows:
     def evaluate(self, tree) -> None:
         raise NotImplementedError
 
+    def launch(self, tree, c0: int = 0, c1: int | None = None, tag: str = ""):
+        """Start the evaluations of chains c0..c1-1; a ticket for collect. Here (host buffers) every chain
+        is computed at once, now: the core steps host divisions in one group."""
+        assert c0 == 0 and (c1 is None or c1 == self.todo.size), "host divisions evaluate every chain at once"
+        self.evaluate(tree)
+
+    def collect(self, ticket) -> None:
+        """Wait for a launch (nothing to wait for on the host)."""
+
     def refresh(self, tree) -> None:
         """Recompute every matrix and partial of every chain's current state with the core's own code
         (its proposal arrays must equal the current ones), keeping the log likelihoods as they are: the

@@ -54,37 +54,52 @@ def _propose_tree(kind, parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, 
 
 
 @numba.njit(**JIT_OPTIONS)
-def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo, by_param):
-    """Each chain: copy its state into the proposal arrays, pick a move by weight and propose. A live
-    tree proposal marks every pattern set (todo 1); the chains whose parameter proposal is live are
-    listed in by_param (the caller builds their models); returns how many."""
+def _propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
+                   bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo):
+    """Chain c: copy its state into the proposal arrays, pick a move by weight and propose; a live tree
+    proposal marks every pattern set (todo 1). Touches only chain c's rows (chains may run on threads)."""
+    parent_p[c, :] = parent[c, :]
+    kids_p[c, :, :] = kids[c, :, :]
+    brlen_p[c, :] = brlen[c, :]
+    theta_p[c, :] = theta[c, :]
+    s = rng[c]
+    m = pick(s, cdf)
+    move_of[c] = m
+    k = mparam[m]
+    moved[c] = k
+    if k >= 0:
+        x = theta_p[c, off[k]:off[k + 1]]
+        log_h[c] = _propose_param(mkind[m], s, x, tuning[c, m], scale[m, :x.shape[0]], bounds[m, 0], bounds[m, 1])
+    else:
+        log_h[c] = _propose_tree(mkind[m], parent_p[c], kids_p[c], brlen_p[c], n_tips, s, tuning[c, m], lo, hi,
+                                 anchor, pars)
+        sort_kids(kids_p[c])       # states keep children in order (trees.sort_kids says why)
+        if log_h[c] != -math.inf:
+            todo[:, c] = 1
+
+
+@numba.njit(**JIT_OPTIONS)
+def _live_params(c0, c1, moved, log_h, by_param):
+    """List in by_param the chains whose parameter proposal is live; returns how many."""
     n_param = 0
-    todo[:, :] = 0
-    for c in range(parent.shape[0]):
-        parent_p[c, :] = parent[c, :]
-        kids_p[c, :, :] = kids[c, :, :]
-        brlen_p[c, :] = brlen[c, :]
-        theta_p[c, :] = theta[c, :]
-        s = rng[c]
-        m = pick(s, cdf)
-        move_of[c] = m
-        k = mparam[m]
-        moved[c] = k
-        if k >= 0:
-            x = theta_p[c, off[k]:off[k + 1]]
-            log_h[c] = _propose_param(mkind[m], s, x, tuning[c, m], scale[m, :x.shape[0]], bounds[m, 0],
-                                      bounds[m, 1])
-        else:
-            log_h[c] = _propose_tree(mkind[m], parent_p[c], kids_p[c], brlen_p[c], n_tips, s, tuning[c, m],
-                                     lo, hi, anchor, pars)
-            sort_kids(kids_p[c])       # states keep children in order (trees.sort_kids says why)
-            if log_h[c] != -math.inf:
-                todo[:, c] = 1
-        if k >= 0 and log_h[c] != -math.inf:
+    for c in range(c0, c1):
+        if moved[c] >= 0 and log_h[c] != -math.inf:
             by_param[n_param] = c
             n_param += 1
     return n_param
+
+
+@numba.njit(**JIT_OPTIONS)
+def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
+                bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo, by_param,
+                c0, c1):
+    """Each chain c0 <= c < c1 proposes (_propose_chain); the chains whose parameter proposal is live are
+    listed in by_param (the caller builds their models); returns how many."""
+    todo[:, c0:c1] = 0
+    for c in range(c0, c1):
+        _propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
+                       bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo)
+    return _live_params(c0, c1, moved, log_h, by_param)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -118,11 +133,11 @@ def _record(c, m, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_
 def decide_all(rng, heat, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, n_tips, brl_kind,
                brl_args, topology, lnl, lnpr, best, brl, pterm, pterm_new, div_lnl, div_lnl_p, todo, move_of,
                log_h, moved, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target,
-               is_alpha, mparam):
-    """Each chain: the proposal's log prior and likelihood, accept or reject, count and tune.
+               is_alpha, mparam, c0, c1):
+    """Each chain c0 <= c < c1: the proposal's log prior and likelihood, accept or reject, count and tune.
     Returns -1, or the first chain whose proposal has a NaN or +inf log likelihood (an error)."""
     n_div = div_lnl.shape[0]
-    for c in range(parent.shape[0]):
+    for c in range(c0, c1):
         m = move_of[c]
         accepted[c] = False
         if log_h[c] == -math.inf:

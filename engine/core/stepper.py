@@ -98,35 +98,60 @@ class CoreStepper:
         self.moved = np.zeros(n, dtype=np.int64)
         self.accepted = np.zeros(n, dtype=np.bool_)
         self.by_param = np.zeros(n, dtype=np.int64)
+        # groups of chains per generation: 2 when every pattern set is on a device (its flushes are queued
+        # and the host works on the other group meanwhile), else 1 (the host computes)
+        self.groups = 2 if all(isinstance(d, DeviceDivision) for d in self.divisions) else 1
         for c, ch in enumerate(chains):
             ch.attach_core(self, c)
 
     # -- one generation ------------------------------------------------------------------------
     def step(self, heats: np.ndarray, tunefreq: int, autotune: bool) -> None:
-        t, mv = self.trees, self.moves
-        n_param = propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
-                              self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning, self.layout.off,
-                              self.n_tips, self.lo, self.hi, self.anchor, self.pars, self.move_of, self.log_h,
-                              self.moved, self.todo, self.by_param)
-        if n_param:
-            self._plan(int(n_param))
+        """One generation of every chain. On a GPU the chains go in `groups`: each group's likelihoods
+        are launched as soon as it has proposed, so the device computes one group while the host
+        proposes the next and decides the one before (each chain's draws and results are unchanged)."""
+        n = len(self.chains)
+        k = self.groups if n >= self.groups else 1
+        bounds = [n * g // k for g in range(k + 1)]
+        tickets = []
+        for g in range(k):
+            c0, c1 = bounds[g], bounds[g + 1]
+            n_param = self._propose(c0, c1)
+            if n_param:
+                self._plan(n_param)
+            tickets.append([d.launch(self.trees, c0, c1, str(g)) for d in self.divisions])
+        for g in range(k):
+            for d, ticket in zip(self.divisions, tickets[g]):
+                d.collect(ticket)
+            self._decide(heats, tunefreq, autotune, bounds[g], bounds[g + 1])
         for d in self.divisions:
-            d.evaluate(t)
+            d.keep(self.accepted)
+        for ch, lnl, lnpr, best in zip(self.chains, self.lnl.tolist(), self.lnpr.tolist(), self.best.tolist()):
+            ch.lnl, ch.lnpr, ch.best_lnl, ch.stale = lnl, lnpr, best, True
+
+    def _propose(self, c0: int, c1: int) -> int:
+        """Chains c0..c1-1 propose (step.propose_all); how many proposals are parameter moves. (On numba's
+        threads it was slower on the GPU machine: waking the pool for 4 chains cost more than it saved.)"""
+        t, mv = self.trees, self.moves
+        return int(propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
+                               self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning,
+                               self.layout.off, self.n_tips, self.lo, self.hi, self.anchor, self.pars, self.move_of,
+                               self.log_h, self.moved, self.todo, self.by_param, c0, c1))
+
+    def _decide(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int) -> None:
+        """Chains c0..c1-1 accept or reject (step.decide_all); a proposal whose log likelihood is not a
+        number stops the run with its move's name."""
+        t, mv = self.trees, self.moves
         bad = decide_all(self.rng, heats, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
                          self.theta_p, self.n_tips, self.brl_kind, self.brl_args, self.topology, self.lnl,
                          self.lnpr, self.best, self.brl, self.pterm, self.pterm_new, self.div_lnl, self.div_lnl_p,
                          self.todo, self.move_of, self.log_h, self.moved, self.accepted, tunefreq, autotune,
                          mv.counts, mv.last_rate, mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha,
-                         mv.param)
+                         mv.param, c0, c1)
         if bad >= 0:
             ch = self.chains[bad]
             name = ch.moves[int(self.move_of[bad])].name
             raise ModelError("a proposal of %s gave a log likelihood that is not a number (run %d, chain %d)"
                              % (name, ch.run + 1, ch.index + 1))
-        for d in self.divisions:
-            d.keep(self.accepted)
-        for ch, lnl, lnpr, best in zip(self.chains, self.lnl.tolist(), self.lnpr.tolist(), self.best.tolist()):
-            ch.lnl, ch.lnpr, ch.best_lnl, ch.stale = lnl, lnpr, best, True
 
     def _plan(self, n_param: int) -> None:
         """The new models and prior terms of the chains whose parameter proposal is live (propose_all has

@@ -106,7 +106,7 @@ def _run(folder, monkeypatch, wrap):
     choose, step, kinds = select.choose_backend, stepper.CoreStepper.step, set()
 
     def counted(self, *a):
-        kinds.update(type(d).__name__ for d in self.divisions)
+        kinds.update("%s/%d" % (type(d).__name__, self.groups) for d in self.divisions)
         return step(self, *a)
 
     monkeypatch.setattr(select, "choose_backend", lambda *a, **k: wrap(choose(*a, **k)))
@@ -117,9 +117,11 @@ def _run(folder, monkeypatch, wrap):
 
 
 def test_a_run_through_packed_flushes_writes_the_host_runs_files(tmp_path, monkeypatch):
-    """The whole sampler on the device path (flushes replayed on the host backend) writes the same
-    samples as the core's host path: same trees, same parameters, log likelihoods to print precision."""
-    assert _run(tmp_path / "host", monkeypatch, lambda choice: choice) == {"DivisionArrays"}
-    assert _run(tmp_path / "device", monkeypatch, packed_choice) == {"DeviceDivision"}
+    """The whole sampler on the device path (flushes replayed on the host backend, chains in two groups
+    launched before either decides) writes the same samples as the core's host path (one group): same
+    trees, same parameters, log likelihoods to print precision."""
+    assert _run(tmp_path / "host", monkeypatch, lambda choice: choice) == {"DivisionArrays/1"}
+    assert _run(tmp_path / "device", monkeypatch, packed_choice) == {"DeviceDivision/2"}     # two groups
     for name in ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t"):
         assert (tmp_path / "host" / name).read_text() == (tmp_path / "device" / name).read_text(), name
+

@@ -70,8 +70,9 @@ def test_gpu_choice_passes_device_and_asynchronous_flushes(monkeypatch):
     monkeypatch.setattr(select, "_gpu_factory", lambda precision, device, asynchronous:
                         calls.append((precision, device, asynchronous)) or NumpyBackend)
     choose_backend({"Backend": "GPU"}, Console(io.StringIO()), cuda_present=yes)
-    choose_backend({"Beagleprecision": "Single"}, Console(io.StringIO()), cuda_present=yes, device=3, asynchronous=True)
-    assert calls == [("double", None, False), ("single", 3, True)]
+    choose_backend({"Beagleprecision": "Single"}, Console(io.StringIO()), cuda_present=yes, device=3,
+                   asynchronous=False)
+    assert calls == [("double", None, True), ("single", 3, False)]      # asynchronous flushes by default
 
 
 def test_cpu_choice_prints_one_line_and_builds_the_compiled_or_numpy_backend():

@@ -115,7 +115,8 @@ def test_mpi_backend_gets_the_ranks_device(monkeypatch):
     monkeypatch.setattr(select, "_gpu_factory", lambda precision, device, asynchronous: made.append(device) or object())
     settings = type("S", (), {"options": {}, "mcmc": {}})()
     for rank in range(4):
-        _factory, label, _local = _backend(settings, Console(io.StringIO()), Comm(rank), Layout(2, 2, 4))
+        _factory, label, _local = _backend(settings, Console(io.StringIO()), Comm(rank), Layout(2, 2, 4),
+                                           select.GPU_MIN_WORK)            # data big enough for the GPU
         assert label == "cuda:%d" % (rank % 2)
     assert made == [0, 1, 0, 1]
 

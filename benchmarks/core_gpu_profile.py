@@ -24,25 +24,7 @@ sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 
 import peers  # noqa: E402
-
-
-def copy_bandwidth(backend, nbytes: int = 1 << 30) -> float:
-    """Device-to-device copy bandwidth in bytes/s (read + write counted), best of 5."""
-    import pycuda.driver as drv
-
-    with backend.dev:
-        a, b = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
-        best = 0.0
-        for _ in range(5):
-            start, end = drv.Event(), drv.Event()
-            start.record()
-            drv.memcpy_dtod(b, a, nbytes)
-            end.record()
-            end.synchronize()
-            best = max(best, 2 * nbytes / (end.time_since(start) * 1e-3))
-        a.free()
-        b.free()
-    return best
+from clp_kernels import copy_bandwidth  # noqa: E402  (the kernels' benchmarks' measure)
 
 
 class Meter:
@@ -165,7 +147,7 @@ def run(data: dict, ngen: int, precision: str, folder: str) -> dict:
         meter.uninstall()
     g = max(meter.steps - 1, 1)
     meter.t[1] -= meter.t[0]                 # launch's own share: queueing, without the planning
-    bw = copy_bandwidth(meter.backend)
+    bw = copy_bandwidth(meter.backend.dev)
     per_gen = (meter.span[1] - meter.span[0]) / g
     return {"data": data["name"], "precision": precision, "generations": ngen, "flushes": meter.flushes,
             "wall_s": wall, "gen_per_s": 1.0 / per_gen, "plan_us": 1e6 * meter.t[0] / g,

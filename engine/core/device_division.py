@@ -43,7 +43,6 @@ class DeviceDivision(ChainRows):
                         np.zeros((c, n), dtype=np.int64), np.zeros((c, 3), dtype=np.int64))
         self.sizes = np.zeros(7, dtype=np.int64)
         self.blob = np.zeros(flush_capacity(c, n, lay.n_tips, s, k), dtype=np.int64)
-        self.flushes = 0
 
     def launch(self, tree, c0: int = 0, c1: int | None = None, tag: str = ""):
         """Queue the flush of chains c0..c1-1's proposals (those with todo != 0); a ticket for collect,
@@ -52,7 +51,6 @@ class DeviceDivision(ChainRows):
         live = np.flatnonzero(self.todo[c0:c1]) + c0
         if not live.size:
             return None
-        self.flushes += 1
         return live, self.backend.launch_packed(self.plan(tree, c0, c1), tag)
 
     def collect(self, ticket) -> None:
@@ -69,10 +67,10 @@ class DeviceDivision(ChainRows):
         """The packed flush of chains c0..c1-1's proposals (flips the proposals' slots)."""
         blob = self.blob
         total, n_eig, params_at = plan_flush(
-            c0, self.todo.size if c1 is None else c1, self.todo, tree.parent_p, tree.kids_p, tree.brlen_p, tree.parent, tree.brlen, self.bslot, self.mslot,
-            self.bslot_p, self.mslot_p, self.n_tips, self.lanes, self.geometry, self.evals, self.evecs, self.einv,
-            self.crates, self.cweights, self.freqs, self.pinvar, self.mult, *self.scratch, self.sizes, blob,
-            blob.view(np.float64))
+            c0, self.todo.size if c1 is None else c1, self.todo, tree.parent_p, tree.kids_p, tree.brlen_p,
+            tree.parent, tree.brlen, self.bslot, self.mslot, self.bslot_p, self.mslot_p, self.n_tips, self.lanes,
+            self.geometry, self.evals, self.evecs, self.einv, self.crates, self.cweights, self.freqs, self.pinvar,
+            self.mult, *self.scratch, self.sizes, blob, blob.view(np.float64))
         sizes = self.sizes.tolist()
         reals = blob[sum(sizes):total].view(np.float64)
         params = reals[params_at:].reshape(sizes[5] // ROOT_JOB_WIDTH, self.n_states + self.n_categories + 2)
@@ -92,9 +90,8 @@ def plan_flush(c0, c1, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, ms
                geometry, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, marks, orders, mats, tally,
                sizes, blob, reals):
     """Write the packed flush of every chain c0 <= c < c1 with todo != 0 into blob (reals: the same memory
-    as float64),
-    its operations job by job (mbgpu.cuda.batch.PackedFlush). Returns (words used, eigensystems, where
-    the root parameters start among the reals)."""
+    as float64), its operations job by job (mbgpu.cuda.batch.PackedFlush). Returns (words used,
+    eigensystems, where the root parameters start among the reals)."""
     n = parent_p.shape[1]
     n_mat = n_ops = n_jobs = n_eig = 0
     for c in range(c0, c1):
@@ -125,6 +122,7 @@ def plan_flush(c0, c1, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, ms
 
 @numba.njit(**JIT_OPTIONS)
 def _buffer(v, slot, lane, n_tips, n_part):
+    """mbgpu.likelihood.batched.LaneLayout.buffers for one node, compiled (tips are shared by lanes)."""
     return v if v < n_tips else n_tips + 2 * (v - n_tips) + slot + lane * n_part
 
 

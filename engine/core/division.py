@@ -110,7 +110,8 @@ class DivisionArrays(ChainRows):
         self.scale = np.zeros((c * self.n_scale, n_pat))
         self.scaled = np.zeros(c * self.n_scale, dtype=np.uint8)   # per scale row: 1 if not all zeros
         _release(b)
-        # per chain: marks, node order + changed branches (_plan_chain), two (S, P) work blocks, site values, +I terms and the frequencies
+        # per chain: marks, node order + changed branches (_plan_chain), two (S, P) work blocks, site
+        # values, +I terms and the frequencies
         # they were computed for
         self.scratch = (np.zeros((c, n), dtype=np.uint8), np.zeros((c, 2 * n), dtype=np.int64),
                         np.zeros((c, 2, s, n_pat)), np.zeros((c, n_pat)), np.zeros((c, n_pat)), np.full((c, s), -1.0))
@@ -324,7 +325,8 @@ def _plan_chain(c, full, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot,
                             n_tips, mark, order[:n], order[n:])
     for r in range(m):
         v = order[n + r]
-        transition_matrices(evals, evecs, einv, crates, brlen_p[c, v] * mult, matrices[2 * v + mslot_p[c, v] + c * n_mat])
+        transition_matrices(evals, evecs, einv, crates, brlen_p[c, v] * mult,
+                            matrices[2 * v + mslot_p[c, v] + c * n_mat])
     return root, k
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from mbgpu.errors import ModelError, NotImplementedYet
 from mbgpu.models import ModelSpec, empirical_frequencies
+from mbgpu.param_kinds import AA_MODELS
 from mbgpu.patterns import PatternSet
 
 _RATES = {"Equal": "equal", "Gamma": "gamma", "Propinv": "propinv", "Invgamma": "invgamma"}
@@ -106,10 +107,8 @@ def _aamodel(d, number: int) -> str:
     from mbgpu.commands.params import resolve
     from mbgpu.errors import CommandError
 
-    names = ("Poisson", "Jones", "Dayhoff", "Mtrev", "Mtmam", "Wag", "Rtrev", "Cprev", "Vt", "Blosum", "Lg",
-             "Equalin", "Gtr")
     try:
-        name = resolve(args[0], names, "amino-acid model").lower()
+        name = resolve(args[0], [m.capitalize() for m in AA_MODELS], "amino-acid model").lower()
     except CommandError as err:
         raise ModelError("division %d: %s" % (number, err.message)) from None
     if name == "gtr":

@@ -20,13 +20,8 @@ import numpy as np
 
 from mbgpu.commands.params import PriorValue
 from mbgpu.errors import NotImplementedYet
+from mbgpu.param_kinds import KIND, MULTIPLIERS, PARAMS, RATIO, SIMPLEX
 
-KINDS = ("tratio", "revmat", "statefreq", "shape", "pinvar", "ratemult")
-#: the name of each kind in `link`/`unlink` (and the key of Settings.unlinked)
-LINK_NAME = {"tratio": "Tratio", "revmat": "Revmat", "statefreq": "Statefreq", "shape": "Shape",
-             "pinvar": "Pinvar", "ratemult": "Ratemultiplier"}
-_PRSET = {"tratio": "Tratiopr", "revmat": "Revmatpr", "statefreq": "Statefreqpr", "shape": "Shapepr",
-          "pinvar": "Pinvarpr", "ratemult": "Ratepr"}
 _TOL = 1e-5     # MrBayes' AreDoublesEqual tolerance in IsModelSame
 
 
@@ -70,7 +65,7 @@ def applies(kind: str, d) -> bool:
 
 def is_free(kind: str, d) -> bool:
     """Whether a parameter whose first division is `d` is estimated (its prior is not fixed)."""
-    prior = d.prset[_PRSET[kind]]
+    prior = d.prset[KIND[kind].prset]
     if kind == "statefreq":
         if d.datatype == "standard":
             return d.prset["Symdirihyperpr"].kind != "Fixed"
@@ -206,7 +201,7 @@ _SAME = {"tratio": _same_tratio, "revmat": _same_revmat, "statefreq": _same_stat
 def link_groups(settings, kind: str) -> list[tuple[int, ...]]:
     """The 1-based divisions sharing each parameter of this kind, ordered by first division."""
     divs = settings.divisions
-    ids = settings.link_ids(LINK_NAME[kind])
+    ids = settings.link_ids(KIND[kind].name)
     ok = [applies(kind, d) for d in divs]
     model = [1 if ok[0] else -1] if len(divs) == 1 else [0] * len(divs)
     count = 0
@@ -232,14 +227,13 @@ def link_groups(settings, kind: str) -> list[tuple[int, ...]]:
 
 
 def _n_values(kind: str, d) -> int:
-    return {"tratio": 2, "revmat": 6, "shape": 1, "pinvar": 1}.get(kind) or (20 if d.datatype == "protein" else 4)
+    return KIND[kind].n_values or (20 if d.datatype == "protein" else 4)
 
 
 def _start(kind: str, n: int) -> np.ndarray:
     """MrBayes' start values; kappa is held as the pair (k/(1+k), 1/(1+k)), its prior's scale."""
-    if kind in ("revmat", "statefreq", "tratio"):
-        return np.full(n, 1.0 / n)
-    return np.array([{"shape": 1.0, "pinvar": 0.0}[kind]])
+    start = KIND[kind].start
+    return np.full(n, 1.0 / n if start is None else start)
 
 
 def free_parameters(settings) -> list[FreeParameter]:
@@ -250,11 +244,11 @@ def free_parameters(settings) -> list[FreeParameter]:
             would give one of them other frequencies than its own (see `_check_fixed_frequencies`).
     """
     out: list[FreeParameter] = []
-    for kind in KINDS[:-1]:
+    for kind in (k.kind for k in PARAMS if k.form != MULTIPLIERS):
         for group in link_groups(settings, kind):
             d = settings.divisions[group[0] - 1]
             if is_free(kind, d):
-                out.append(FreeParameter(kind, group, d.prset[_PRSET[kind]], _start(kind, _n_values(kind, d))))
+                out.append(FreeParameter(kind, group, d.prset[KIND[kind].prset], _start(kind, _n_values(kind, d))))
             elif kind == "statefreq":
                 _check_fixed_frequencies(settings, group)
     return out + _rate_multipliers(settings)
@@ -270,7 +264,7 @@ def _rate_multipliers(settings) -> list[FreeParameter]:
         if len(group) < 2 or not is_free("ratemult", settings.divisions[group[0] - 1]):
             continue
         alphas = tuple(float(_numbers(settings.divisions[i - 1].prset["Ratepr"], 1)[0]) for i in group)
-        value = np.array([start[i - 1] for i in group] if start else [1.0] * len(group))
+        value = np.array([start[i - 1] for i in group] if start else [KIND["ratemult"].start] * len(group))
         out.append(FreeParameter("ratemult", group, PriorValue("Dirichlet", alphas), value))
     return out
 
@@ -317,9 +311,9 @@ def parameter_values(params: list[FreeParameter], values: list | None = None) ->
     out: list[float] = []
     for p, v in zip(params, values if values is not None else [p.value for p in params]):
         v = np.asarray(v, dtype=np.float64)
-        if p.kind in ("revmat", "statefreq"):
+        if KIND[p.kind].form == SIMPLEX:
             v = v / v.sum()
-        elif p.kind == "tratio":
+        elif KIND[p.kind].form == RATIO:
             v = np.array([v[0] / v[1]])
         out += v.tolist()
     return out

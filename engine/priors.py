@@ -11,6 +11,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from mbgpu.errors import NotImplementedYet
+from mbgpu.param_kinds import KIND, MULTIPLIERS, RATIO, SCALAR, SIMPLEX
 
 
 def log_dirichlet(x: np.ndarray, alpha: np.ndarray) -> float:
@@ -102,23 +103,23 @@ def _dirichlet_alphas(prior, n: int) -> np.ndarray:
 
 def parameter_log_prior(p, n_chars: dict[int, float] | None = None, value=None) -> float:
     """Log prior of one FreeParameter at `value` (default: its start value)."""
-    kind, prior = p.kind, p.prior
+    kind, prior, form = p.kind, p.prior, KIND[p.kind].form
     v = np.asarray(p.value if value is None else value, float)
-    if kind in ("revmat", "statefreq"):
+    if form == SIMPLEX:
         return log_dirichlet(v / v.sum(), _dirichlet_alphas(prior, v.size))
-    if kind == "tratio":
+    if form == RATIO:
         a, b = map(float, prior.args or (1.0, 1.0))
         x = v[0] / (v[0] + v[1])
         return float((a - 1) * math.log(x) + (b - 1) * math.log(1 - x) - (math.lgamma(a) + math.lgamma(b)
                                                                           - math.lgamma(a + b)))
-    if kind in ("shape", "pinvar"):
+    if form == SCALAR:
         if prior.kind == "Exponential":
             lam = float(prior.args[0]) if prior.args else 1.0
             return float(math.log(lam) - lam * v[0])
         if prior.kind == "Uniform":
             lo, hi = map(float, prior.args)
             return float(-math.log(hi - lo))
-    if kind == "ratemult":
+    if form == MULTIPLIERS:
         return _ratemult_log_prior(p, n_chars or {}, v)
     raise NotImplementedYet("the prior %s for %s is not supported yet" % (prior, kind))
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mbgpu.param_kinds import AA_MODELS
+
 from .params import Choice, Divisions, Float, Int, Numbers, Param, Prior, Text, YesNo
 
 P = Prior
@@ -39,8 +41,7 @@ def _lset() -> list[Param]:
     ]
 
 
-_AA = ("Poisson", "Jones", "Dayhoff", "Mtrev", "Mtmam", "Wag", "Rtrev", "Cprev", "Vt", "Blosum", "Lg",
-       "Equalin", "Gtr")
+_AA = tuple(m.capitalize() for m in AA_MODELS)      # MrBayes' spellings: Poisson, ..., Lg, Equalin, Gtr
 
 
 def _aa_supported(value) -> bool:

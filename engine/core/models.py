@@ -17,6 +17,7 @@ import numpy as np
 from mbgpu.jit import JIT_OPTIONS
 from mbgpu.models.discrete_gamma import _discrete_gamma
 from mbgpu.models.substitution import exchangeabilities_and_frequencies
+from mbgpu.param_kinds import KIND, MULTIPLIERS, RATIO, SIMPLEX
 from mbgpu.priors import _dirichlet_alphas
 
 FIXED_S, KAPPA, REVMAT = 0, 1, 2                  # where a set's exchangeabilities come from
@@ -69,13 +70,13 @@ class PriorTable:
         self.weights = np.ones((k, width))
         self.ok = True
         for i, p in enumerate(params):
-            n = int(np.size(p.value))
-            if p.kind in ("revmat", "statefreq", "ratemult"):
-                self.kind[i] = P_RATEMULT if p.kind == "ratemult" else P_DIRICHLET
+            n, form = int(np.size(p.value)), KIND[p.kind].form
+            if form in (SIMPLEX, MULTIPLIERS):
+                self.kind[i] = P_RATEMULT if form == MULTIPLIERS else P_DIRICHLET
                 self.alphas[i, :n] = _dirichlet_alphas(p.prior, n)
-                if p.kind == "ratemult":
+                if form == MULTIPLIERS:
                     self.weights[i, :n] = [n_chars[d] for d in p.divisions]
-            elif p.kind == "tratio":
+            elif form == RATIO:
                 self.kind[i] = P_BETA
                 self.args[i] = [float(a) for a in (p.prior.args or (1.0, 1.0))]
             elif p.prior.kind == "Exponential":

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from mbgpu.errors import ModelError
+from mbgpu.param_kinds import AA_MODELS as ALL_MODELS
 
 AA_ORDER = "ARNDCQEGHILKMFPSTWYV"
-EMPIRICAL_MODELS = ("jones", "dayhoff", "mtrev", "mtmam", "wag", "rtrev", "cprev", "vt", "blosum", "lg")
-ALL_MODELS = ("poisson",) + EMPIRICAL_MODELS + ("equalin", "gtr")
+EMPIRICAL_MODELS = tuple(m for m in ALL_MODELS if m not in ("poisson", "equalin", "gtr"))   # those with a .dat file
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "aamodels"
 
 

@@ -7,7 +7,8 @@ line three spaces more. Only the model features mbgpu runs are described; parame
 """
 from __future__ import annotations
 
-from mbgpu.output.paramnames import TABLE_ROW, ModelParameter, model_parameters
+from mbgpu.output.paramnames import ModelParameter, model_parameters
+from mbgpu.param_kinds import KIND, PARAMS, SCALAR, TREE
 
 _IN = " " * 21      # MrBayes' indentation of a setting's explanation lines
 
@@ -126,6 +127,10 @@ def division_lines(d, number: int, n_divisions: int) -> list[str]:
 def _prior(p: ModelParameter, index: int, settings) -> str:
     """The `Prior = ...` text of parameter number `index` (0-based)."""
     pr, k = p.prior, p.kind
+    if k == "topology":
+        return "All topologies equally probable a priori"
+    if k == "brlens":
+        return _brlens_prior(pr)
     if k == "tratio":
         if pr.kind != "Beta":
             return "Fixed(%.2f)" % _numbers(pr, 1)[0]
@@ -136,16 +141,12 @@ def _prior(p: ModelParameter, index: int, settings) -> str:
         return "%s(%s)" % ("Dirichlet" if pr.kind == "Dirichlet" else "Fixed", _f2(_numbers(pr, 6)))
     if k == "statefreq":
         return _statefreq_prior(p, settings)
-    if k in ("shape", "pinvar"):
+    if KIND[k].form == SCALAR:
         n = {"Uniform": 2, "Exponential": 1}.get(pr.kind, 1)
         return "%s(%s)" % (pr.kind if pr.kind in ("Uniform", "Exponential") else "Fixed", _f2(_numbers(pr, n)))
-    if k == "ratemult":
-        if pr.kind == "Fixed":
-            return "Fixed(1.0)"
-        return "Dirichlet(%s)" % _f2(_numbers(settings.divisions[i - 1].prset["Ratepr"], 1)[0] for i in p.divisions)
-    if k == "topology":
-        return "All topologies equally probable a priori"
-    return _brlens_prior(pr)
+    if pr.kind == "Fixed":      # the rate multipliers
+        return "Fixed(1.0)"
+    return "Dirichlet(%s)" % _f2(_numbers(settings.divisions[i - 1].prset["Ratepr"], 1)[0] for i in p.divisions)
 
 
 def _statefreq_prior(p: ModelParameter, settings) -> str:
@@ -192,14 +193,14 @@ def parameter_lines(settings, params) -> list[str]:
     else:
         out.append("      Parameters")
     out.append(rule)
-    for kind in TABLE_ROW:
+    for k in PARAMS + TREE:
         cells = ["  ." for _ in range(n)]
         for p in mps:
-            if p.kind == kind:
+            if p.kind == k.kind:
                 for i in p.divisions:
                     cells[i - 1] = " %2d" % number[(p.kind, p.divisions)]
         if any(c != "  ." for c in cells):
-            out.append("      %-18s%s" % (TABLE_ROW[kind], "".join(cells)))
+            out.append("      %-18s%s" % (k.name, "".join(cells)))
     out += [rule, ""]
     if n > 1:
         out += ["      Parameters can be linked or unlinked across partitions using 'link' and 'unlink'", ""]

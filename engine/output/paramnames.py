@@ -12,20 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mbgpu.datatypes import DNA
+from mbgpu.param_kinds import KIND, MULTIPLIERS, PARAMS, TREE
 from mbgpu.parameters import is_free, link_groups
 
-#: MrBayes' order of parameter types (its NUM_LINKED table, the ones mbgpu has)
-SUMMARY_KINDS = ("tratio", "revmat", "statefreq", "shape", "pinvar", "ratemult", "topology", "brlens")
-TABLE_ROW = {"tratio": "Tratio", "revmat": "Revmat", "statefreq": "Statefreq", "shape": "Shape",
-             "pinvar": "Pinvar", "ratemult": "Ratemultiplier", "topology": "Topology", "brlens": "Brlens"}
-_NAME = {"tratio": "Tratio", "revmat": "Revmat", "statefreq": "Pi", "shape": "Alpha", "pinvar": "Pinvar",
-         "ratemult": "Ratemultiplier", "topology": "Tau", "brlens": "V"}
-_TYPE = {"tratio": "Transition and transversion rates", "revmat": "Rates of reversible rate matrix",
-         "statefreq": "Stationary state frequencies", "shape": "Shape of scaled gamma distribution of site rates",
-         "pinvar": "Proportion of invariable sites", "ratemult": "Partition-specific rate multiplier",
-         "topology": "Topology", "brlens": "Branch lengths"}
-_PRSET = {"tratio": "Tratiopr", "revmat": "Revmatpr", "statefreq": "Statefreqpr", "shape": "Shapepr",
-          "pinvar": "Pinvarpr", "ratemult": "Ratepr", "topology": "Topologypr", "brlens": "Brlenspr"}
 _AA3 = ("Ala", "Arg", "Asn", "Asp", "Cys", "Gln", "Glu", "Gly", "His", "Ile", "Leu", "Lys", "Met", "Phe", "Pro",
         "Ser", "Thr", "Trp", "Tyr", "Val")
 
@@ -46,13 +35,12 @@ def part_suffix(divisions, n_divisions: int) -> str:
 
 def labels(kind: str, datatype: str) -> list[str]:
     """The `.p` labels of one parameter without suffix (RNA too is labelled A C G T, like MrBayes)."""
-    if kind == "tratio":
-        return ["kappa"]
-    if kind == "revmat":
-        return ["r(%s<->%s)" % (DNA[i], DNA[j]) for i in range(4) for j in range(i + 1, 4)]
-    if kind == "statefreq":
-        return ["pi(%s)" % x for x in (_AA3 if datatype == "protein" else DNA)]
-    return {"shape": ["alpha"], "pinvar": ["pinvar"]}[kind]
+    column = KIND[kind].column
+    if column.count("%s") == 2:
+        return [column % (DNA[i], DNA[j]) for i in range(4) for j in range(i + 1, 4)]
+    if column.count("%s") == 1:
+        return [column % x for x in (_AA3 if datatype == "protein" else DNA)]
+    return [column]
 
 
 def pfile_columns(settings, params) -> list[str]:
@@ -60,8 +48,8 @@ def pfile_columns(settings, params) -> list[str]:
     n = len(settings.divisions)
     cols = ["TL" + part_suffix(range(1, n + 1), n)]
     for p in params:
-        if p.kind == "ratemult":
-            cols += ["m{%d}" % d for d in p.divisions]
+        if KIND[p.kind].form == MULTIPLIERS:
+            cols += [KIND[p.kind].column % d for d in p.divisions]
         else:
             datatype = settings.divisions[p.divisions[0] - 1].datatype
             cols += [lab + part_suffix(p.divisions, n) for lab in labels(p.kind, datatype)]
@@ -79,13 +67,13 @@ class ModelParameter:
     datatype: str          # of its first division ('standard' statefreq is MrBayes' Alpha_symdir)
 
     def name(self, n_divisions: int) -> str:
-        base = "Alpha_symdir" if self.kind == "statefreq" and self.datatype == "standard" else _NAME[self.kind]
+        base = "Alpha_symdir" if self.kind == "statefreq" and self.datatype == "standard" else KIND[self.kind].title
         return base + part_suffix(self.divisions, n_divisions)
 
     def type_name(self) -> str:
         if self.kind == "statefreq" and self.datatype == "standard":
             return "Symmetric diricihlet/beta distribution alpha_i parameter"   # sic, MrBayes' spelling
-        return _TYPE[self.kind]
+        return KIND[self.kind].type_name
 
 
 def model_parameters(settings, params) -> list[ModelParameter]:
@@ -94,13 +82,10 @@ def model_parameters(settings, params) -> list[ModelParameter]:
     divs = settings.divisions
     free = {(p.kind, tuple(p.divisions)) for p in params}
     out: list[ModelParameter] = []
-    for kind in SUMMARY_KINDS:
-        if kind in ("topology", "brlens"):
-            groups = [tuple(range(1, len(divs) + 1))]
-        else:
-            groups = link_groups(settings, kind)
-        for g in groups:
+    for k in PARAMS + TREE:
+        tree = k in TREE
+        for g in [tuple(range(1, len(divs) + 1))] if tree else link_groups(settings, k.kind):
             d = divs[g[0] - 1]
-            is_estimated = (kind, g) in free or (kind not in ("topology", "brlens") and is_free(kind, d))
-            out.append(ModelParameter(kind, g, d.prset[_PRSET[kind]], is_estimated, d.datatype))
+            is_estimated = (k.kind, g) in free or (not tree and is_free(k.kind, d))
+            out.append(ModelParameter(k.kind, g, d.prset[k.prset], is_estimated, d.datatype))
     return out

@@ -10,24 +10,23 @@ from dataclasses import replace
 import numpy as np
 
 from mbgpu.models import build_model
-
-_FIELD = {"tratio": "kappa", "revmat": "revmat", "statefreq": "statefreqs", "shape": "alpha", "pinvar": "pinvar"}
+from mbgpu.param_kinds import KIND, RATIO, SIMPLEX
 
 
 def spec_with_values(spec, params, values, division: int):
     """`spec` of 1-based `division` with every free parameter that covers it filled in."""
     changes = {}
     for p, v in zip(params, values):
-        if division not in p.divisions or p.kind == "ratemult":
+        pk = KIND[p.kind]
+        if division not in p.divisions or pk.field is None:
             continue
-        if p.kind == "tratio":
-            changes["kappa"] = float(v[0] / v[1])
-        elif p.kind == "revmat":
-            changes["revmat"] = tuple(float(x) for x in v / v.sum())
-        elif p.kind == "statefreq":
-            changes["statefreqs"] = np.asarray(v / v.sum(), dtype=np.float64)
+        if pk.form == RATIO:
+            changes[pk.field] = float(v[0] / v[1])
+        elif pk.form == SIMPLEX:    # ModelSpec.revmat is a tuple, .statefreqs an array
+            x = np.asarray(v / v.sum(), dtype=np.float64)
+            changes[pk.field] = tuple(float(y) for y in x) if pk.field == "revmat" else x
         else:
-            changes[_FIELD[p.kind]] = float(v[0])
+            changes[pk.field] = float(v[0])
     return replace(spec, **changes)
 
 

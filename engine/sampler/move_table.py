@@ -7,25 +7,12 @@ parameter's division suffix as MrBayes writes it (`Dirichlet(Revmat{all})`, `Mul
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 
 from mbgpu.output.paramnames import part_suffix
+from mbgpu.param_kinds import KIND, MULTIPLIERS
 from mbgpu.sampler.param_moves import ParamMove
-
-# kind -> [(MrBayes name, move kind, weight, tuning, tuning name)]
-_PARAM_MOVES = {
-    "revmat": [("Dirichlet(Revmat%s)", "dirichlet", 0.5, 100.0, "alpha"),
-               ("Slider(Revmat%s)", "slider", 0.5, 0.15, "delta")],
-    "statefreq": [("Dirichlet(Pi%s)", "dirichlet", 0.5, 100.0, "alpha"),
-                  ("Slider(Pi%s)", "slider", 0.5, 0.20, "delta")],
-    "shape": [("Multiplier(Alpha%s)", "multiplier", 1.0, 2.0 * math.log(1.5), "lambda")],
-    "pinvar": [("Slider(Pinvar%s)", "pinvar_slider", 1.0, 0.1, "delta")],
-    "tratio": [("Dirichlet(Tratio%s)", "dirichlet", 1.0, 50.0, "alpha")],
-    "ratemult": [("Dirichlet(Ratemultiplier%s)", "dirichlet", 0.75, 50.0, "alpha"),
-                 ("Slider(Ratemultiplier%s)", "slider", 0.75, 0.05, "delta")],
-}
 
 
 def parameter_moves(params, n_divisions: int, n_chars: dict | None = None) -> list[ParamMove]:
@@ -34,14 +21,13 @@ def parameter_moves(params, n_divisions: int, n_chars: dict | None = None) -> li
     `n_chars` the moves serve for their names and weights only (the move list printed at mcmc start)."""
     out = []
     for i, p in enumerate(params):
-        scale = None
-        if p.kind == "ratemult" and n_chars is not None:
+        pk, scale = KIND[p.kind], None
+        if pk.form == MULTIPLIERS and n_chars is not None:
             n = np.array([n_chars[d] for d in p.divisions], dtype=np.float64)
             scale = n / n.sum()
-        for name, kind, weight, tuning, tname in _PARAM_MOVES[p.kind]:
-            sfx = part_suffix(p.divisions, n_divisions)
-            bounds = (1e-5, 200.0) if p.kind == "shape" else (1e-5, 100.0)
-            out.append(ParamMove(name % sfx, i, kind, weight, tuning, tname, bounds=bounds, scale=scale))
+        for m in pk.moves:
+            name = "%s(%s%s)" % (m.head, pk.title, part_suffix(p.divisions, n_divisions))
+            out.append(ParamMove(name, i, m.kind, m.weight, m.tuning, m.tuning_name, bounds=pk.bounds, scale=scale))
     return out
 
 

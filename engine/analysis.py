@@ -1,19 +1,13 @@
-"""The `mcmc` command: build the analysis from the Settings and run it.
-
-Prints MrBayes' model summary, compresses every division into site patterns (reported like MrBayes),
-chooses the likelihood backend, builds the chains, prints their starting states, runs MC3 and prints
-MrBayes' end-of-run summary. sump and sumt then read as many runs as this mcmc wrote.
+"""The `mcmc` command's data and naming: site patterns per division (reported like MrBayes), the output
+stem, the run count sump and sumt adopt, the files' run ID. The run itself, serial or under MPI, is
+mbgpu.run_driver (`run_mcmc` here is the entry the command handler calls).
 """
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
-from mbgpu.output.modelsummary import model_summary_lines, move_lines
-from mbgpu.parameters import free_parameters
-from mbgpu.sampler.move_table import build_moves
 from mbgpu.model_settings import coding, variable_characters
 from mbgpu.patterns import PatternSet, division_patterns
 
@@ -58,57 +52,10 @@ def adopt_run_count(settings) -> None:
 
 
 def run_mcmc(interp) -> None:
-    """Build the chains, report their starting states, run MC3, write the files, print the summary."""
-    from mbgpu.checkpoint.session import CheckpointSession
-    from mbgpu.likelihood.select import choose_backend, data_work
-    from mbgpu.sampler.mc3 import MC3, RunOptions
-    from mbgpu.sampler.setup import build_runs
-    from mbgpu.sampler.sink import FileSink
+    """The `mcmc` command: the one run driver, serial or under MPI (mbgpu.run_driver)."""
+    from mbgpu.run_driver import run_mcmc as drive_mcmc   # here, not at the top: the driver imports this module
 
-    s, con = interp.settings, interp.console
-    adopt_run_count(s)
-    ckp = CheckpointSession.begin(s, output_stem(s), con)  # append=yes: read, verify, adopt seeds
-    if s.options.get("Seed") is None:
-        s.options["Seed"] = int(time.time()) % 2147483647
-    if s.options.get("Swapseed") is None:
-        s.options["Swapseed"] = s.options["Seed"]
-    con.print("   Seed = %d" % s.options["Seed"])
-    con.print("   Swapseed = %d" % s.options["Swapseed"])
-    params = free_parameters(s)
-    for line in model_summary_lines(s, params) + [""] + move_lines(build_moves(params, len(s.divisions))) + [""]:
-        con.print(line)
-    from mbgpu.mpi.comm import world
-
-    comm = world()    # launched by mpirun/srun: the distributed MC3 (mbgpu.mpi); None for a serial run
-    if comm is not None:
-        from mbgpu.mpi.run import run_mcmc_mpi
-
-        return run_mcmc_mpi(interp, comm, ckp)
-    sets = division_pattern_sets(s, con)
-    report_patterns(con, sets)
-    opts = RunOptions.from_settings(s.mcmc)
-    ckp.check_inputs(s, sets, opts)
-    factory = choose_backend(s.options, con, work=data_work(sets)) if s.mcmc.get("Data", "Yes") == "Yes" else None
-    runs, params = build_runs(s, sets, opts, factory, s.options["Seed"])
-    ckp.restore_chains(runs)
-    for r, chains in enumerate(runs):
-        con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))
-        for c in chains:
-            con.print("      Chain %d -- %.6f -- %.6f" % (c.index + 1, c.lnl, c.lnpr))
-    sink = FileSink(s, params, output_stem(s), [run_stamp(s.options["Seed"])] * opts.nruns, opts, con,
-                    append=ckp.prepare_outputs())
-    mc3 = MC3(runs, opts, np.random.default_rng(s.options["Swapseed"]), sink, con)
-    ckp.attach(mc3, sink)
-    con.print("   Chain results (%d generations requested):" % opts.ngen)
-    with ckp.signals():
-        try:
-            mc3.run()
-            ckp.finish(mc3)
-        finally:
-            sink.close()
-    for line in mc3.summary():
-        con.print(line)
-    ckp.raise_if_stopped()
+    drive_mcmc(interp)
 
 
 def run_stamp(seed: int) -> int:

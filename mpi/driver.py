@@ -1,4 +1,5 @@
-"""Distributed MC3: every rank steps only its chains; rank 0 writes every file.
+"""Distributed MC3 and the MPI placement of the run driver: every rank steps only its chains; rank 0
+writes every file.
 
 Every rank keeps the whole `runs` table, with its own chains as real `Chain`s and the others as
 `RemoteChain` stand-ins, and the whole heat table `ranks`. After a generation that swaps or prints,
@@ -7,11 +8,24 @@ pairs from the identically seeded `swapseed` stream and decides every swap the s
 without further messages, exactly as in the serial MC3. Before a sample or a diagnostic, the ranks that
 hold cold chains send their tree, values (and moves) to rank 0 in one gather; the stop decision is
 broadcast from rank 0. So the output is byte-identical to the serial run for any number of ranks.
+`MpiPlacement` is what mbgpu.run_driver.drive asks of a rank: its chains, backend and collectives.
 """
 from __future__ import annotations
 
-from mbgpu.sampler.mc3 import MC3
+import socket
+from contextlib import contextmanager
+
+from mbgpu.checkpoint.chain_state import capture_chain, restore_chain
+from mbgpu.checkpoint.errors import CheckpointMismatch
+from mbgpu.checkpoint.state import chain_state
+from mbgpu.errors import MbgpuError
+from mbgpu.likelihood import select
+from mbgpu.mpi import devices
+from mbgpu.mpi.comm import abort
+from mbgpu.mpi.layout import Layout
 from mbgpu.sampler.batch_step import step_generation
+from mbgpu.sampler.mc3 import MC3, RunOptions
+from mbgpu.sampler.setup import build_runs
 
 
 class RemoteChain:
@@ -22,6 +36,17 @@ class RemoteChain:
         self.run, self.index = run, index
         self.lnl = self.lnpr = self.best_lnl = float("nan")
         self.tree = self.values = self.moves = None
+
+
+def share_scalars(comm, runs, led) -> None:
+    """Every rank learns the lnL, lnPr and best lnL of every chain (`led`: the (run, chain) pairs this rank
+    speaks for) in its RemoteChain stand-ins; one allgather."""
+    mine = [(r, c, ch.lnl, ch.lnpr, ch.best_lnl) for r, c in led for ch in [runs[r][c]]]
+    for rows in comm.allgather(mine):
+        for r, c, lnl, lnpr, best in rows:
+            ch = runs[r][c]
+            if isinstance(ch, RemoteChain):
+                ch.lnl, ch.lnpr, ch.best_lnl = lnl, lnpr, best
 
 
 class DistributedMC3(MC3):
@@ -55,12 +80,7 @@ class DistributedMC3(MC3):
     # -- collectives ------------------------------------------------------------------------------
     def sync_scalars(self) -> None:
         """Every rank learns every chain's lnL, lnPr and best lnL (one allgather)."""
-        mine = [(r, c, ch.lnl, ch.lnpr, ch.best_lnl) for r, c in self.led for ch in [self.runs[r][c]]]
-        for rows in self.comm.allgather(mine):
-            for r, c, lnl, lnpr, best in rows:
-                ch = self.runs[r][c]
-                if isinstance(ch, RemoteChain):
-                    ch.lnl, ch.lnpr, ch.best_lnl = lnl, lnpr, best
+        share_scalars(self.comm, self.runs, self.led)
 
     def sync_cold(self, with_moves: bool) -> None:
         """Rank 0 receives the current cold chains' tree and values (and moves) from their holders."""
@@ -80,51 +100,16 @@ class DistributedMC3(MC3):
                 if moves is not None:
                     stub.moves = moves
 
-    # -- checkpoints (rank 0 writes; every rank takes part in the gather) ----------------------------
-    def attach_checkpoints(self, ckp, file_sink) -> None:
-        """Rank 0: ckp.attach (restores a continuation); then every rank adopts rank 0's MC3 state."""
-        self.ckp = ckp
-        if self.rank == 0:
-            ckp.attach(self, file_sink)
-            ckp.gather = lambda mc3: mc3.gathered_states     # set by the collective gather just before a write
+    # -- checkpoints (the run driver calls the CheckpointSession on rank 0; these are the collectives) ----
+    def adopt_state(self) -> None:
+        """Every rank takes rank 0's MC3 state (generation, heats, swap counts and stream: a continuation)."""
         state = (self.gen, self.ranks, [t.tried for t in self.swaps], [t.accepted for t in self.swaps],
-                 self.swap_rng.bit_generator.state, getattr(self, "elapsed_total", 0.0))
-        gen, ranks, tried, accepted, rng_state, elapsed = self.comm.bcast(state, root=0)
-        self.gen, self.ranks, self.elapsed_total = gen, [list(r) for r in ranks], elapsed
+                 self.swap_rng.bit_generator.state)
+        gen, ranks, tried, accepted, rng_state = self.comm.bcast(state, root=0)
+        self.gen, self.ranks = gen, [list(r) for r in ranks]
         for table, t, a in zip(self.swaps, tried, accepted):
             table.tried, table.accepted = [list(x) for x in t], [list(x) for x in a]
         self.swap_rng.bit_generator.state = rng_state
-        self.after_generation = self._after_generation
-
-    def _after_generation(self, mc3, gen: int) -> bool:
-        """Every rank, every generation: a stop signal on any rank or a due checkpoint makes every rank
-        send its chain states to rank 0, which writes; True (stop) on every rank after a signal."""
-        from mpi4py import MPI
-
-        ckp = self.ckp
-        stop = self.comm.allreduce(ckp.stop.signum or 0, op=MPI.MAX)
-        if not stop and not (ckp.enabled and gen % ckp.freq == 0):
-            return False
-        self.gathered_states = self._gather_states()
-        if stop and ckp.stop.signum is None:
-            ckp.stop.signum = stop
-        if self.rank == 0:
-            return bool(ckp.after_generation(self, gen))
-        return bool(stop)
-
-    def finish_checkpoints(self) -> None:
-        """The end-of-run checkpoint (rank 0 decides whether one is due; the gather is collective)."""
-        ckp = self.ckp
-        due = (ckp.enabled or ckp.stop.signum is not None) and ckp.last_written != self.gen
-        if self.comm.bcast(due, root=0):
-            self.gathered_states = self._gather_states()
-        if self.rank == 0:
-            ckp.finish(self)
-
-    def _gather_states(self) -> dict | None:
-        from mbgpu.checkpoint.chain_state import capture_chain
-
-        return self.gather_chain_states(capture_chain)
 
     def gather_chain_states(self, capture) -> dict | None:
         """{(run, chain): capture(chain)} of every chain on rank 0 (None elsewhere), for a checkpoint."""
@@ -163,3 +148,114 @@ class MpiSink:
         if inner is None:
             raise AttributeError(name)
         return getattr(inner, name)
+
+
+class MpiPlacement:
+    """This rank's part of a run (the run driver's placement, see mbgpu.run_driver.SerialPlacement): the
+    chains it owns (Layout), its backend and GPU, RemoteChain stand-ins for the others, checkpoint
+    states scattered from and gathered to rank 0, swaps by message (DistributedMC3) and the files
+    written by rank 0 only (MpiSink). Raises CommandError, on every rank, when the ranks cannot hold
+    the chains."""
+
+    def __init__(self, comm, settings):
+        opts = RunOptions.from_settings(settings.mcmc)
+        self.comm, self.rank = comm, comm.Get_rank()
+        self.layout = Layout(opts.nruns, opts.nchains, comm.Get_size(), int(settings.options.get("Sitesplit") or 1))
+        self.writer = self.rank == 0
+        self.led = self.layout.chains_of(self.rank) if self.layout.leader(self.rank) else []
+
+    def agree(self, check) -> None:
+        """Run the user check `check()` on rank 0; its MbgpuError is raised on every rank."""
+        problem = None
+        if self.writer:
+            try:
+                check()
+            except MbgpuError as err:
+                problem = err
+        problem = self.comm.bcast(problem, root=0)
+        if problem is not None:
+            raise problem
+
+    @contextmanager
+    def guard(self):
+        """Any failure in the block, on this rank, stops every rank (one line naming the rank)."""
+        try:
+            yield
+        except BaseException as err:  # noqa: B036 -- every failure must stop all ranks, not leave them waiting
+            abort(self.comm, self.rank, err)
+
+    def chains(self, s, sets, opts, con) -> tuple[list[list], list]:
+        """(runs, free parameters): this rank's chains on its backend and device, RemoteChain for the
+        others; rank 0 prints the layout table. On a GPU node local rank 0 builds first."""
+        factory, label, local = _backend(s, con, self.comm, self.layout, select.data_work(sets))
+        labels = self.comm.gather("%s %s" % (socket.gethostname(), label), root=0)
+        for line in self.layout.table(labels) if self.writer else []:
+            con.print(line)
+        mine = set(self.layout.chains_of(self.rank))
+
+        def build():
+            return build_runs(s, sets, opts, factory, s.options["Seed"], owned=lambda r, c: (r, c) in mine)
+
+        runs, params = devices.compile_once_per_node(local, build) if label.startswith("cuda") else build()
+        runs = [[ch if ch is not None else RemoteChain(r, c) for c, ch in enumerate(chains)]
+                for r, chains in enumerate(runs)]
+        return runs, params
+
+    def restore(self, runs, ckp) -> None:
+        """append=yes: rank 0 sends every rank the checkpointed states of its chains (any N on either side);
+        then every rank knows every chain's starting lnL and lnPr."""
+        payload = ckp.payload if self.writer else None
+        if self.comm.bcast(payload is not None, root=0):
+            parts = None
+            if payload is not None:
+                parts = [{rc: chain_state(payload, *rc) for rc in self.layout.chains_of(k)}
+                         for k in range(self.comm.Get_size())]
+            source = self.comm.bcast(ckp.source if payload is not None else None, root=0)
+            for (r, c), sub in self.comm.scatter(parts, root=0).items():
+                if not sub:
+                    raise CheckpointMismatch("%s holds no state for run %d chain %d (other nruns/nchains)"
+                                             % (source, r + 1, c + 1))
+                restore_chain(runs[r][c], sub, "%s (run %d, chain %d)" % (source, r + 1, c + 1))
+        share_scalars(self.comm, runs, self.led)
+
+    def mc3(self, runs, opts, swap_rng, files, con) -> DistributedMC3:
+        """The distributed MC3; `files` (rank 0's FileSink, None elsewhere) behind an MpiSink."""
+        return DistributedMC3(runs, opts, swap_rng, MpiSink(files, self.comm), con, self.comm, self.layout)
+
+    def adopt(self, mc3) -> None:
+        """Every rank takes rank 0's MC3 state, restored there from the checkpoint."""
+        mc3.adopt_state()
+
+    def any_stop(self, flag) -> bool:
+        """True on every rank when a stop signal reached any rank; the flag then holds it everywhere."""
+        stop = max(self.comm.allgather(flag.signum or 0))
+        if stop and flag.signum is None:
+            flag.signum = stop
+        return bool(stop)
+
+    def from_writer(self, value):
+        """Rank 0's `value`, on every rank."""
+        return self.comm.bcast(value, root=0)
+
+    def chain_states(self, mc3) -> dict | None:
+        """Every chain's checkpoint state on rank 0 (None elsewhere); every rank takes part."""
+        return mc3.gather_chain_states(capture_chain)
+
+
+def _backend(s, con, comm, layout, work: int):
+    """(factory or None, device label, node communicator); the GPU is chosen per local rank (work: the
+    data's size, mbgpu.likelihood.select.data_work)."""
+    local = devices.local_comm(comm)
+    devices.share_cores(local.Get_size())
+    if s.mcmc.get("Data", "Yes") != "Yes":
+        return None, "none (data=no)", local
+    device, label = None, "cpu"
+    if select.decide(s.options, select._cuda_available, work)[0] == "gpu":
+        device, label = devices.assign_device(local.Get_rank())
+    factory = select.choose_backend(s.options, con, device=device, work=work)
+    if layout.sitesplit > 1:
+        from mbgpu.mpi.sitesplit import split_factory
+
+        group = comm.Split(layout.group_of(comm.Get_rank()), comm.Get_rank())
+        factory = split_factory(factory, group)
+    return factory, label, local

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -66,3 +67,15 @@ def run(folder: Path, text: str, n: int | None, timeout: float = 240, fault: str
 
 
 OUTPUTS = ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc")
+
+
+LAYOUT_ROW = re.compile(r"^\s+\d+ -- \(\d+,\d+\)")
+TIMES = re.compile(r"\d+:\d\d:\d\d|\d+ (?:hours|mins|seconds)")
+
+
+def screen(text: str) -> list[str]:
+    """The screen's lines less the MPI layout table, times blanked: what a serial and an MPI run share."""
+    return [TIMES.sub("T", line) for line in text.splitlines()
+            if not (line.startswith("   MPI layout: ") or line == "      rank -- (run, chain) -- device"
+                    or LAYOUT_ROW.match(line))]
+

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tests.test_mpi.launch import OUTPUTS, block, run
+from tests.test_mpi.launch import OUTPUTS, block, run, screen
 
 pytestmark = pytest.mark.mpi
 
@@ -14,6 +14,7 @@ def serial(tmp_path_factory):
     folder = tmp_path_factory.mktemp("serial")
     proc = run(folder, block(), None)
     assert proc.returncode == 0, proc.stderr
+    (folder / "screen.txt").write_text(proc.stdout)
     return folder
 
 
@@ -28,6 +29,7 @@ def test_outputs_byte_identical_to_serial(tmp_path, serial, n):
     assert "MPI layout: %d processes, 2 runs x 2 chains" % n in out
     assert out.count(" -- (") >= n and "rank -- (run, chain) -- device" in out
     assert (tmp_path / "r.ckp.h5").exists()
+    assert screen(out) == screen((serial / "screen.txt").read_text())     # the one driver: the same screen too
 
 
 def test_layout_table_uneven(tmp_path):

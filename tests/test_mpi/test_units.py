@@ -95,7 +95,7 @@ def test_mpi_backend_gets_the_ranks_device(monkeypatch):
     import mbgpu.mpi.devices as devices
     from mbgpu.console import Console
     from mbgpu.mpi.layout import Layout
-    from mbgpu.mpi.run import _backend
+    from mbgpu.mpi.driver import _backend
 
     class Comm:
         def __init__(self, rank):

@@ -1,0 +1,177 @@
+"""The one driver of an `mcmc` run, serial or under MPI (mbgpu.analysis.run_mcmc calls it).
+
+`drive` runs the whole sequence once: compress the data, check a checkpoint's inputs, build the chains,
+restore them, open the files, run MC3 with checkpoints under signal handling, print the summary. What
+differs under MPI goes behind a placement: `SerialPlacement` here (every chain in this process), or
+mbgpu.mpi.driver.MpiPlacement (the chains this rank owns, swaps and output by message). Checkpoints and
+the FileSink are created and called here only, by the process that writes (serial, or MPI rank 0).
+"""
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+
+import numpy as np
+
+from mbgpu.analysis import adopt_run_count, division_pattern_sets, output_stem, report_patterns, run_stamp
+from mbgpu.checkpoint.session import CheckpointSession
+from mbgpu.likelihood import select
+from mbgpu.output.modelsummary import model_summary_lines, move_lines
+from mbgpu.parameters import free_parameters
+from mbgpu.sampler.mc3 import MC3, RunOptions
+from mbgpu.sampler.move_table import build_moves
+from mbgpu.sampler.setup import build_runs
+from mbgpu.sampler.sink import FileSink
+
+
+class SerialPlacement:
+    """Every chain in this process: no communicator, plain MC3, the FileSink itself (see MpiPlacement)."""
+
+    writer = True
+
+    def agree(self, check) -> None:
+        """Run the user check `check()` (under MPI: on rank 0, its error raised on every rank)."""
+        check()
+
+    def guard(self):
+        """Context of the run proper (under MPI: any failure there aborts every rank)."""
+        return nullcontext()
+
+    def chains(self, s, sets, opts, con) -> tuple[list[list], list]:
+        """(runs, free parameters): every chain, on the backend the options and the data's size choose."""
+        use_data = s.mcmc.get("Data", "Yes") == "Yes"
+        factory = select.choose_backend(s.options, con, work=select.data_work(sets)) if use_data else None
+        return build_runs(s, sets, opts, factory, s.options["Seed"])
+
+    def restore(self, runs, ckp) -> None:
+        """append=yes: the checkpointed state of every chain."""
+        ckp.restore_chains(runs)
+
+    def mc3(self, runs, opts, swap_rng, files, con) -> MC3:
+        return MC3(runs, opts, swap_rng, files, con)
+
+    def adopt(self, mc3) -> None:
+        """Under MPI every rank takes rank 0's restored MC3 state; here the MC3 has it already."""
+
+    def any_stop(self, flag) -> bool:
+        """True when a stop signal arrived (under MPI: on any rank)."""
+        return flag.signum is not None
+
+    def from_writer(self, value):
+        """The writer's `value` (under MPI: rank 0's, on every rank)."""
+        return value
+
+    def chain_states(self, mc3) -> dict | None:
+        """None: the checkpoint reads the chains here (under MPI: every chain's state gathered on rank 0)."""
+        return None
+
+
+def placement(settings):
+    """SerialPlacement, or this rank's MpiPlacement under mpirun/srun (rank 0 sends the serving ranks
+    the settings). mbgpu.mpi is imported only here, so the core needs no mpi4py."""
+    from mbgpu.mpi.comm import world
+
+    comm = world()
+    if comm is None:
+        return SerialPlacement()
+    from mbgpu.mpi.run import lead
+
+    return lead(comm, settings)
+
+
+def run_mcmc(interp) -> None:
+    """The `mcmc` command on the process that reads the commands: seeds and model summary, then the run."""
+    s, con = interp.settings, interp.console
+    ckp = begin(s, con)
+    drive(s, con, ckp, placement(s))
+
+
+def begin(s, con) -> CheckpointSession:
+    """Adopt nruns for sump/sumt, read a checkpoint to continue (append=yes), fix and print the seeds and
+    the model summary; the run's CheckpointSession."""
+    adopt_run_count(s)
+    ckp = CheckpointSession.begin(s, output_stem(s), con)  # append=yes: read, verify, adopt seeds
+    if s.options.get("Seed") is None:
+        s.options["Seed"] = int(time.time()) % 2147483647
+    if s.options.get("Swapseed") is None:
+        s.options["Swapseed"] = s.options["Seed"]
+    con.print("   Seed = %d" % s.options["Seed"])
+    con.print("   Swapseed = %d" % s.options["Swapseed"])
+    params = free_parameters(s)
+    for line in model_summary_lines(s, params) + [""] + move_lines(build_moves(params, len(s.divisions))) + [""]:
+        con.print(line)
+    return ckp
+
+
+def drive(s, con, ckp, place) -> None:
+    """Run the analysis of Settings `s` on this process's chains (`place`: SerialPlacement or MpiPlacement).
+
+    `ckp`: the CheckpointSession of `begin` on the writer; None on the other MPI ranks, which get one that
+    only carries the settings and the stop flag. User errors are raised before `place.guard()`.
+    """
+    ckp = ckp if ckp is not None else CheckpointSession(s, output_stem(s), con)
+    opts = RunOptions.from_settings(s.mcmc)
+    sets = division_pattern_sets(s, con)
+    report_patterns(con, sets)
+    place.agree(lambda: ckp.check_inputs(s, sets, opts))
+    with place.guard():
+        mc3 = start(s, con, ckp, place, sets, opts)
+        con.print("   Chain results (%d generations requested):" % opts.ngen)
+        with ckp.signals():
+            try:
+                mc3.run()
+                finish_checkpoint(place, ckp, mc3)
+            finally:
+                mc3.sink.close()
+        for line in mc3.summary() if place.writer else []:   # other ranks lack the cold chains' moves
+            con.print(line)
+    if place.writer:
+        ckp.raise_if_stopped()
+
+
+def start(s, con, ckp, place, sets, opts):
+    """Build and restore the chains, print their starting states, open the files (writer only), build
+    the MC3 and hook the checkpoints into it."""
+    runs, params = place.chains(s, sets, opts, con)
+    place.restore(runs, ckp)
+    for r, chains in enumerate(runs):
+        con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))
+        for c in chains:
+            con.print("      Chain %d -- %.6f -- %.6f" % (c.index + 1, c.lnl, c.lnpr))
+    files = None
+    if place.writer:
+        files = FileSink(s, params, output_stem(s), [run_stamp(s.options["Seed"])] * opts.nruns, opts, con,
+                         append=ckp.prepare_outputs())
+    mc3 = place.mc3(runs, opts, np.random.default_rng(s.options["Swapseed"]), files, con)
+    if place.writer:
+        ckp.attach(mc3, files)
+    place.adopt(mc3)
+    mc3.after_generation = checkpoint_hook(place, ckp)
+    return mc3
+
+
+def checkpoint_hook(place, ckp):
+    """MC3's after_generation on every process: a stop signal (on any rank) or a due checkpoint brings
+    every chain's state to the writer, which writes the checkpoint; its answer (True: stop) goes to all."""
+    def after_generation(mc3, gen: int) -> bool:
+        if not (place.any_stop(ckp.stop) or (ckp.enabled and gen % ckp.freq == 0)):
+            return False
+        collect(place, ckp, mc3)
+        return place.from_writer(ckp.after_generation(mc3, gen) if place.writer else None)
+
+    return after_generation
+
+
+def finish_checkpoint(place, ckp, mc3) -> None:
+    """The end-of-run checkpoint: the writer decides whether one is due, every rank sends its states."""
+    due = (ckp.enabled or ckp.stop.signum is not None) and ckp.last_written != mc3.gen
+    if place.from_writer(due):
+        collect(place, ckp, mc3)
+    if place.writer:
+        ckp.finish(mc3)
+
+
+def collect(place, ckp, mc3) -> None:
+    """Hand the writer's next checkpoint every chain's state (None: it captures its own chains)."""
+    states = place.chain_states(mc3)
+    ckp.gather = None if states is None else (lambda _mc3: states)

@@ -19,19 +19,24 @@ Data, computed once per analysis by `prepare_pars_data` (plain numpy arrays, sha
 chain and thread): a tuple `data` =
     tip_planes  uint64[n_tips, n_cols]  each partition's state-set masks as bit planes: partition i's
                                         columns col_off .. col_off + k_i * W_i, plane-major ([k_i][W_i]),
-                                        pattern j in bit j % 64 of word j // 64 (bitplanes.pack_masks)
+                                        the pattern at position j in bit j % 64 of word j // 64
+                                        (bitplanes.pack_masks); positions hold the patterns sorted by
+                                        site count, so the high weight planes are short (see gidx)
     info        int64[n_parts, 11]      (k_planes, W, col_off, word_off, pat_off, n_patterns, plane_off,
                                          n_bits, integer, group_first, group_end): integer = 1 when the
                                         weights are whole (the weighted counts are then popcounts against
                                         weight bit planes); groups[group_first:group_end] its count groups
     part_f      float64[n_parts, 2]     (k, rate) of the cost factor (n_states / rate_mults, or inferred / 1)
-    base_w      float64[n_pat_total]    pattern weights (all partitions, at pat_off)
+    base_w      float64[n_pat_total]    pattern weights (all partitions, at pat_off; by position, as
+                                        are base_i, count and base_planes)
     base_i      int64[n_pat_total]      the same as integers (integer partitions; 0 elsewhere)
     count       int64[n_pat_total]      sites per pattern, ceil(w) (weight_noise.WeightNoise.count)
     base_planes uint64[...]             bit planes of base_i, [n_bits][W] at plane_off; n_bits covers
                                         base + count, the largest perturbed weight
-    gidx        int64[n_pat_total]      each partition's patterns (index within it) sorted by count
-    groups      int64[n_groups, 3]      (c, first, end): gidx[first:end] are the patterns of c > 0 sites
+    gidx        int64[n_pat_total]      the pattern (index within its partition) at each position: the
+                                        partition's patterns sorted by count, stably
+    groups      int64[n_groups, 3]      (c, first, end): positions first..end-1 hold the patterns of
+                                        c > 0 sites
     cdf         float64[...]            inverse-CDF tables of the summed per-site steps for c sites:
                                         step_cdf(c, r)[:-1] (2c values) at tab_off[c]
     tab_off     int64[TABLE_MAX + 1]    (-1: no table); counts above TABLE_MAX draw TABLE_MAX-site chunks
@@ -107,8 +112,10 @@ def prepare_pars_data(pattern_masks, n_states=None, rate_mults=None, n_tips: int
     tips, ws, ints, counts, planes, gidx, groups = [], [], [], [], [], [], []
     col = word = pat = plane = 0
     for i, (masks, weights) in enumerate(parts):
-        m = np.asarray(masks)[:n_tips].astype(np.uint64)
         w = np.asarray(weights, dtype=np.float64).ravel()
+        by_count = np.argsort(np.maximum(np.ceil(w - 1e-9), 0), kind="stable")   # position -> pattern
+        m = np.asarray(masks)[:n_tips].astype(np.uint64)[:, by_count]
+        w = w[by_count]
         n_pat = m.shape[1]
         assert w.size == n_pat, "one weight per pattern"
         k_planes = _infer_n_states(m)
@@ -126,11 +133,9 @@ def prepare_pars_data(pattern_masks, n_states=None, rate_mults=None, n_tips: int
             planes.append(_pack_rows(wbits, n_words).ravel())
         else:
             base = np.zeros(n_pat, dtype=np.int64)
-        by_count = np.argsort(count, kind="stable")           # the patterns grouped by site count
         g_first = len(groups)
-        sorted_c = count[by_count]
-        for c in np.unique(sorted_c[sorted_c > 0]).tolist():
-            lo_, hi_ = np.searchsorted(sorted_c, [c, c + 1])
+        for c in np.unique(count[count > 0]).tolist():        # count is sorted: groups are position ranges
+            lo_, hi_ = np.searchsorted(count, [c, c + 1])
             groups.append((c, pat + lo_, pat + hi_))
         gidx.append(by_count)
         info[i] = (k_planes, n_words, col, word, pat, n_pat, plane, n_bits, int(whole), g_first, len(groups))
@@ -293,108 +298,95 @@ def _part_shape(info, i):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _down(sets, v, c1, c2, info, flag):
-    """Downpass set of v from its children's: the intersection, or the union where that is empty."""
+def _down(sets, v, c1, c2, k, col, nw, flag):
+    """Downpass set of v from its children's (a partition of k planes of nw words from column col): the
+    intersection, or the union where that is empty."""
     uv, u1, u2 = np.uint64(v), np.uint64(c1), np.uint64(c2)
-    for i in range(info.shape[0]):
-        k, nw, col, _ = _part_shape(info, i)
+    for w in range(nw):
+        flag[w] = _U0
+    for kk in range(k):
+        base = col + kk * nw
         for w in range(nw):
-            flag[w] = _U0
-        for kk in range(k):
-            base = col + kk * nw
-            for w in range(nw):
-                flag[w] |= sets[u1, base + w] & sets[u2, base + w]
-        for kk in range(k):
-            base = col + kk * nw
-            for w in range(nw):
-                x = sets[u1, base + w]
-                y = sets[u2, base + w]
-                both = x & y
-                sets[uv, base + w] = both ^ (((x | y) ^ both) & ~flag[w])
+            flag[w] |= sets[u1, base + w] & sets[u2, base + w]
+    for kk in range(k):
+        base = col + kk * nw
+        for w in range(nw):
+            x = sets[u1, base + w]
+            y = sets[u2, base + w]
+            both = x & y
+            sets[uv, base + w] = both ^ (((x | y) ^ both) & ~flag[w])
 
 
 @numba.njit(**JIT_OPTIONS)
-def _final(sets, meets, v, p, c1, c2, sub, info, fe, fs):
+def _final(sets, meets, v, p, c1, c2, sub, k, col, nw, woff, fe, fs):
     """Final set of internal v from its downpass set, its children's and its parent's final set
     (parsimony.final_sets), written over v's downpass set (v's children still hold theirs), and
-    meets[v] as _meets computes it."""
+    meets[v] as _meets computes it (a partition, as _down)."""
     uv, up_, u1, u2, us = np.uint64(v), np.uint64(p), np.uint64(c1), np.uint64(c2), np.uint64(sub)
-    for i in range(info.shape[0]):
-        k, nw, col, woff = _part_shape(info, i)
+    for w in range(nw):
+        fe[w] = _U0
+        fs[w] = _U0
+        meets[uv, woff + w] = _U0
+    for kk in range(k):
+        base = col + kk * nw
         for w in range(nw):
-            fe[w] = _U0
-            fs[w] = _U0
-            meets[uv, woff + w] = _U0
-        for kk in range(k):
-            base = col + kk * nw
-            for w in range(nw):
-                fe[w] |= sets[u1, base + w] & sets[u2, base + w]        # children's sets intersect
-                fs[w] |= sets[up_, base + w] & ~sets[uv, base + w]      # up is not a subset of down
-        for kk in range(k):
-            base = col + kk * nw
-            for w in range(nw):
-                d1 = sets[u1, base + w]
-                d2 = sets[u2, base + w]
-                d = sets[uv, base + w]
-                up = sets[up_, base + w]
-                a = d | up
-                b = d | (up & (d1 | d2))
-                f = b ^ ((a ^ b) & ~fe[w])
-                f = f ^ ((up ^ f) & ~fs[w])
-                sets[uv, base + w] = f
-                meets[uv, woff + w] |= f & sets[us, base + w]
+            fe[w] |= sets[u1, base + w] & sets[u2, base + w]        # children's sets intersect
+            fs[w] |= sets[up_, base + w] & ~sets[uv, base + w]      # up is not a subset of down
+    for kk in range(k):
+        base = col + kk * nw
+        for w in range(nw):
+            d1 = sets[u1, base + w]
+            d2 = sets[u2, base + w]
+            d = sets[uv, base + w]
+            up = sets[up_, base + w]
+            a = d | up
+            b = d | (up & (d1 | d2))
+            f = b ^ ((a ^ b) & ~fe[w])
+            f = f ^ ((up ^ f) & ~fs[w])
+            sets[uv, base + w] = f
+            meets[uv, woff + w] |= f & sets[us, base + w]
 
 
 @numba.njit(**JIT_OPTIONS)
-def _meets(sets, meets, v, sub, info):
-    """meets[v] (per partition's words): the patterns where v's final set meets S's downpass set."""
+def _meets(sets, meets, v, sub, k, col, nw, woff):
+    """meets[v] (a partition's words from woff): the patterns where v's final set meets S's downpass set."""
     uv, us = np.uint64(v), np.uint64(sub)
-    for i in range(info.shape[0]):
-        k, nw, col, woff = _part_shape(info, i)
+    for w in range(nw):
+        meets[uv, woff + w] = _U0
+    for kk in range(k):
+        base = col + kk * nw
         for w in range(nw):
-            meets[uv, woff + w] = _U0
-        for kk in range(k):
-            base = col + kk * nw
-            for w in range(nw):
-                meets[uv, woff + w] |= sets[uv, base + w] & sets[us, base + w]
+            meets[uv, woff + w] |= sets[uv, base + w] & sets[us, base + w]
 
 
 @numba.njit(**JIT_OPTIONS)
-def _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info):
-    """Fitch downpass sets of R (rooted at order[0], the anchor) and S (rooted at sub), final sets of R,
-    and for every node of R the words of patterns where its final set meets S's set."""
-    n_nodes = nb.shape[0]
-    n_cols = tip_planes.shape[1]
-    max_w, n_words = 1, 0
-    for i in range(info.shape[0]):
-        max_w = max(max_w, info[i, 1])
-        n_words += info[i, 1]
-    sets = np.empty((n_nodes, n_cols), dtype=np.uint64)
-    meets = np.empty((n_nodes, n_words), dtype=np.uint64)
-    flags = np.empty((2, max_w), dtype=np.uint64)
-    fe, fs = flags[0], flags[1]
+def _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info, i, sets, meets, fe, fs):
+    """Partition i: Fitch downpass sets of R (rooted at order[0], the anchor) and S (rooted at sub),
+    final sets of R, and for every node of R the words of patterns where its final set meets S's set."""
+    k, nw, col, woff = _part_shape(info, i)
     for idx in range(n_r + n_s):
         v = order[idx]
         if v < n_tips:
-            for c in range(n_cols):
-                sets[v, c] = tip_planes[v, c]
+            for kk in range(k):
+                base = col + kk * nw
+                for w in range(nw):
+                    sets[v, base + w] = tip_planes[v, base + w]
     for idx in range(n_r + n_s - 1, 0, -1):        # R then S, children before parents
         v = order[idx]
         if v >= n_tips and idx != n_r:
             c1, c2 = _two_kids(nb, rpar, v)
-            _down(sets, v, c1, c2, info, fe)
+            _down(sets, v, c1, c2, k, col, nw, fe)
     if sub >= n_tips:
         c1, c2 = _two_kids(nb, rpar, sub)
-        _down(sets, sub, c1, c2, info, fe)
-    _meets(sets, meets, order[0], sub, info)
+        _down(sets, sub, c1, c2, k, col, nw, fe)
+    _meets(sets, meets, order[0], sub, k, col, nw, woff)
     for idx in range(1, n_r):                      # preorder: the parent's final set is ready
         v = order[idx]
         if v >= n_tips:
             c1, c2 = _two_kids(nb, rpar, v)
-            _final(sets, meets, v, rpar[v], c1, c2, sub, info, fe, fs)
+            _final(sets, meets, v, rpar[v], c1, c2, sub, k, col, nw, woff, fe, fs)
         else:
-            _meets(sets, meets, v, sub, info)
-    return meets
+            _meets(sets, meets, v, sub, k, col, nw, woff)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -403,9 +395,9 @@ def _factor(warp, v_t, k, rate):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _add_costs_int(cost, order, rpar, n_r, meets, woff, nw, wp, n_bits, factor, miss):
+def _add_costs_int(cost, order, rpar, n_r, meets, woff, nw, wp, n_bits, span, factor, miss):
     """cost[i] += factor * (integer weight of the patterns missed by candidate order[i]'s both ends),
-    weights given as bit planes wp[b * nw + w]."""
+    weights given as bit planes wp[b * nw + w], plane b nonzero only in words span[b, 0]..span[b, 1]."""
     uoff, unw = np.uint64(woff), np.uint64(nw)
     for i in range(1, n_r):
         y = np.uint64(order[i])
@@ -416,10 +408,23 @@ def _add_costs_int(cost, order, rpar, n_r, meets, woff, nw, wp, n_bits, factor, 
         for b in range(np.uint64(n_bits)):
             cnt = _U0
             pb = b * unw
-            for w in range(unw):
+            for w in range(np.uint64(span[b, 0]), np.uint64(span[b, 1])):
                 cnt += _popcount(miss[w] & wp[pb + w])
             tot += cnt << b
         cost[i] += factor * float(tot)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _plane_spans(wp, nw, n_bits, span):
+    """span[b] = the first and one past the last nonzero word of weight plane b (the planes hold the
+    patterns sorted by site count, so the high planes cover a short tail)."""
+    for b in range(n_bits):
+        lo, hi = nw, 0
+        for w in range(nw):
+            if wp[b * nw + w] != _U0:
+                lo = min(lo, w)
+                hi = w + 1
+        span[b, 0], span[b, 1] = lo, max(lo, hi)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -465,7 +470,7 @@ def _noise_mode(r, noise):
 @numba.njit(**JIT_OPTIONS)
 def _perturb(s, i, info, count, gidx, groups, cdf, tab_off, tables, p_minus, p_plus, ev_j, ev_step):
     """Draw partition i's weight changes (every site of a pattern adds -1 w.p. p_minus and +1 w.p.
-    p_plus, weight_noise.WeightNoise): the non-zero ones go to ev_j (pattern in the partition) and
+    p_plus, weight_noise.WeightNoise): the non-zero ones go to ev_j (position in the partition) and
     ev_step; returns how many.
 
     With the tables: patterns of c <= TABLE_MAX sites draw their summed step from its exact
@@ -499,7 +504,7 @@ def _perturb(s, i, info, count, gidx, groups, cdf, tab_off, tables, p_minus, p_p
                     rest -= TABLE_MAX
                 if rest > 0:
                     step += _table_step(uniform(s), cdf, tab_off[rest], rest)
-                ev_j[n_ev] = gidx[t]
+                ev_j[n_ev] = t - poff
                 ev_step[n_ev] = step
                 n_ev += step != 0
             continue
@@ -509,7 +514,7 @@ def _perturb(s, i, info, count, gidx, groups, cdf, tab_off, tables, p_minus, p_p
         if p0 < 0.65:                              # often non-zero: one uniform per pattern
             for t in range(start, end):
                 step = _table_step(uniform(s), cdf, off, c)
-                ev_j[n_ev] = gidx[t]
+                ev_j[n_ev] = t - poff
                 ev_step[n_ev] = step
                 n_ev += step != 0
             continue
@@ -524,7 +529,7 @@ def _perturb(s, i, info, count, gidx, groups, cdf, tab_off, tables, p_minus, p_p
             t += int(gap) + 1
             x = uniform(s) * (1.0 - p0)            # a uniform outside the band of step 0
             step = _table_step(x if x < below else x + p0, cdf, off, c)
-            ev_j[n_ev] = gidx[t]
+            ev_j[n_ev] = t - poff
             ev_step[n_ev] = step
             n_ev += step != 0
     return n_ev
@@ -549,15 +554,16 @@ def _weight_scratch(info):
 def _load_weights(s, i, r, fixed_w, info, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off,
                   noise, wp, wf, ev_j, ev_step):
     """Partition i's weights for one proposal: perturbed at r from the data's (fixed_w empty) or the
-    given fixed_w; as bit planes in wp (returns (True, n_bits)) when they are whole, else in wf."""
+    given fixed_w (by pattern); by position, as bit planes in wp (returns (True, n_bits)) when they are
+    whole, else in wf."""
     nw, poff, n_pat = info[i, 1], info[i, 4], info[i, 5]
     if fixed_w.shape[0] > 0:                       # the given weights (tests): planes when whole
         top = 0
         for j in range(n_pat):
-            w = fixed_w[poff + j]
+            w = fixed_w[poff + gidx[poff + j]]
             if not (w >= 0.0 and w == math.floor(w) and w < 2.0 ** 40):
                 for jj in range(n_pat):
-                    wf[jj] = fixed_w[poff + jj]
+                    wf[jj] = fixed_w[poff + gidx[poff + jj]]
                 return False, 0
             top = max(top, int(w))
         n_bits = 1
@@ -567,7 +573,7 @@ def _load_weights(s, i, r, fixed_w, info, base_w, base_i, count, base_planes, gi
         for t in range(n_bits * nw):
             wp[t] = _U0
         for j in range(n_pat):
-            v = np.uint64(int(fixed_w[poff + j]))
+            v = np.uint64(int(fixed_w[poff + gidx[poff + j]]))
             bit = _U1 << np.uint64(j & 63)
             for b in range(np.uint64(n_bits)):
                 if (v >> b) & _U1:
@@ -588,16 +594,17 @@ def _load_weights(s, i, r, fixed_w, info, base_w, base_i, count, base_planes, gi
     n_ev = _perturb(s, i, info, count, gidx, groups, cdf, tab_off, tables, p_minus, p_plus, ev_j, ev_step)
     if integer:
         unw = np.uint64(nw)
-        ub = np.uint64(n_bits)
-        for e in range(n_ev):                      # flip the weight bits that change
+        for e in range(n_ev):                      # flip the weight bits that change (mostly the lowest)
             j = ev_j[e]
             old = base_i[poff + j]
             diff = np.uint64(old ^ (old + ev_step[e]))
             bit = _U1 << np.uint64(j & 63)
-            w = np.uint64(j >> 6)
-            for b in range(ub):
-                if (diff >> b) & _U1:
-                    wp[b * unw + w] ^= bit
+            at = np.uint64(j >> 6)
+            while diff != _U0:
+                if diff & _U1:
+                    wp[at] ^= bit
+                diff >>= _U1
+                at += unw
     else:
         for e in range(n_ev):
             wf[ev_j[e]] += ev_step[e]
@@ -613,16 +620,24 @@ def _candidate_costs(s, tuning, nb, order, rpar, n_r, n_s, sub, n_tips, cost, fi
         cost[i] = 0.0
     if info.shape[0] == 0:
         return
-    meets = _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info)
+    n_words = 0
+    for i in range(info.shape[0]):
+        n_words += info[i, 1]
+    sets = np.empty((nb.shape[0], tip_planes.shape[1]), dtype=np.uint64)
+    meets = np.empty((nb.shape[0], n_words), dtype=np.uint64)
     miss, wp, wf, ev_j, ev_step = _weight_scratch(info)
+    flags = np.empty((2, miss.shape[0]), dtype=np.uint64)
+    span = np.zeros((64, 2), dtype=np.int64)
     for i in range(info.shape[0]):
         if info[i, 5] == 0:
             continue
+        _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info, i, sets, meets, flags[0], flags[1])
         integer, n_bits = _load_weights(s, i, tuning[1], fixed_w, info, base_w, base_i, count, base_planes,
                                         gidx, groups, cdf, tab_off, noise, wp, wf, ev_j, ev_step)
         factor = _factor(tuning[0], tuning[2], part_f[i, 0], part_f[i, 1])
         if integer:
-            _add_costs_int(cost, order, rpar, n_r, meets, info[i, 3], info[i, 1], wp, n_bits, factor, miss)
+            _plane_spans(wp, info[i, 1], n_bits, span)
+            _add_costs_int(cost, order, rpar, n_r, meets, info[i, 3], info[i, 1], wp, n_bits, span, factor, miss)
         else:
             _add_costs_float(cost, order, rpar, n_r, meets, info[i, 3], info[i, 5], wf, factor)
 
@@ -845,7 +860,7 @@ def perturbed_weights(s, r, tip_planes, info, part_f, base_w, base_i, count, bas
                 v = 0
                 for b in range(n_bits):
                     v += int((wp[b * nw + (j >> 6)] >> np.uint64(j & 63)) & _U1) << b
-                out[poff + j] = v
+                out[poff + gidx[poff + j]] = v
             else:
-                out[poff + j] = wf[j]
+                out[poff + gidx[poff + j]] = wf[j]
     return out

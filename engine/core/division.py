@@ -81,11 +81,12 @@ class ChainRows:
         self.lnl[:] = kept
         self.todo[:] = 0
 
-    def keep(self, accepted: np.ndarray) -> None:
-        """After the decisions: accepted evaluated chains keep their proposal's slots, model and lnL."""
-        keep_division(self.todo, accepted, self.bslot, self.mslot, self.bslot_p, self.mslot_p, self.lnl,
-                      self.lnl_p, self.evals, self.evecs, self.einv, self.crates, self.cweights, self.freqs,
-                      self.pinvar, self.mult)
+    def keep(self, accepted: np.ndarray, c0: int = 0, c1: int | None = None) -> None:
+        """After the decisions of chains c0..c1-1: the accepted evaluated ones keep their proposal's
+        slots, model and lnL."""
+        keep_division(c0, self.todo.size if c1 is None else c1, self.todo, accepted, self.bslot, self.mslot,
+                      self.bslot_p, self.mslot_p, self.lnl, self.lnl_p, self.evals, self.evecs, self.einv,
+                      self.crates, self.cweights, self.freqs, self.pinvar, self.mult)
 
 
 class DivisionArrays(ChainRows):
@@ -392,9 +393,9 @@ def evaluate_parallel(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, msl
 
 
 @numba.njit(**JIT_OPTIONS)
-def keep_division(todo, accepted, bslot, mslot, bslot_p, mslot_p, lnl, lnl_p, evals, evecs, einv, crates,
+def keep_division(c0, c1, todo, accepted, bslot, mslot, bslot_p, mslot_p, lnl, lnl_p, evals, evecs, einv, crates,
                   cweights, freqs, pinvar, mult):
-    for c in range(todo.shape[0]):
+    for c in range(c0, c1):
         if todo[c] == 0 or not accepted[c]:
             continue
         bslot[c, :] = bslot_p[c, :]

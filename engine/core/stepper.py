@@ -64,6 +64,8 @@ class CoreStepper:
         self.theta_p = self.theta.copy()
         self.moves = MoveTable(chains, self.layout)
         self.rng = np.stack([_stream(ch) for ch in chains])
+        self.rng_out = self.rng.copy()          # each chain's random state after its last decision
+        self.ahead = None                       # group 0's next generation, proposed and launched early
         ctx = first.ctx
         self.lo, self.hi = brlen_bounds(ctx.brlens_prior)
         self.anchor = int(ctx.anchor)
@@ -108,25 +110,39 @@ class CoreStepper:
     def step(self, heats: np.ndarray, tunefreq: int, autotune: bool) -> None:
         """One generation of every chain. On a GPU the chains go in `groups`: each group's likelihoods
         are launched as soon as it has proposed, so the device computes one group while the host
-        proposes the next and decides the one before (each chain's draws and results are unchanged)."""
+        proposes the next and decides the one before; and group 0 proposes its next generation as soon
+        as it has decided (`ahead`), so the device is not idle while the host starts a generation. Each
+        chain's draws and results are unchanged: a chain's proposal reads neither the heats nor other
+        chains, and what the loop reads between generations is the decided state (`rng_out`)."""
         n = len(self.chains)
         k = self.groups if n >= self.groups else 1
         bounds = [n * g // k for g in range(k + 1)]
         tickets = []
         for g in range(k):
-            c0, c1 = bounds[g], bounds[g + 1]
-            n_param = self._propose(c0, c1)
-            if n_param:
-                self._plan(n_param)
-            tickets.append([d.launch(self.trees, c0, c1, str(g)) for d in self.divisions])
+            if g == 0 and self.ahead is not None:
+                tickets.append(self.ahead)
+                self.ahead = None
+            else:
+                tickets.append(self._start(bounds[g], bounds[g + 1], g))
         for g in range(k):
+            c0, c1 = bounds[g], bounds[g + 1]
             for d, ticket in zip(self.divisions, tickets[g]):
                 d.collect(ticket)
-            self._decide(heats, tunefreq, autotune, bounds[g], bounds[g + 1])
-        for d in self.divisions:
-            d.keep(self.accepted)
+            self._decide(heats, tunefreq, autotune, c0, c1)
+            for d in self.divisions:
+                d.keep(self.accepted, c0, c1)
+            self.rng_out[c0:c1] = self.rng[c0:c1]
+            if g == 0 and k > 1:
+                self.ahead = self._start(c0, c1, 0)
         for ch, lnl, lnpr, best in zip(self.chains, self.lnl.tolist(), self.lnpr.tolist(), self.best.tolist()):
             ch.lnl, ch.lnpr, ch.best_lnl, ch.stale = lnl, lnpr, best, True
+
+    def _start(self, c0: int, c1: int, g: int) -> list:
+        """Chains c0..c1-1 propose and their likelihoods are launched (flush tag g); the tickets."""
+        n_param = self._propose(c0, c1)
+        if n_param:
+            self._plan(n_param)
+        return [d.launch(self.trees, c0, c1, str(g)) for d in self.divisions]
 
     def _propose(self, c0: int, c1: int) -> int:
         """Chains c0..c1-1 propose (step.propose_all); how many proposals are parameter moves. (On numba's
@@ -190,7 +206,7 @@ class CoreStepper:
         for j, part in enumerate(ch.parts):
             part.inc.lnl = float(self.div_lnl[j, c])
         self.moves.store(c, ch.moves)
-        ch.core_rng = self.rng[c].copy()
+        ch.core_rng = self.rng_out[c].copy()
 
 
 def _spec(part, params, values):

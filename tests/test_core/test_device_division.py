@@ -89,9 +89,9 @@ def test_a_full_flush_fits_and_each_job_is_child_first(tmp_path):
     assert np.allclose(got["params"][:, :s], [ch.parts[0].inc.model.frequencies for ch in chains])
 
 
-def _run(folder, monkeypatch, wrap):
-    """Run test_stepper's block in `folder` (the chosen backend wrapped by `wrap`); the generations the
-    core stepped and the kinds of pattern-set views it used."""
+def _run(folder, monkeypatch, wrap, edit=lambda text: text):
+    """Run test_stepper's block (changed by `edit`) in `folder` (the chosen backend wrapped by `wrap`);
+    the kinds of pattern-set views the core used, with its number of groups."""
     import io
 
     import mbgpu.core.stepper as stepper
@@ -100,9 +100,9 @@ def _run(folder, monkeypatch, wrap):
     from mbgpu.interpreter import Interpreter
     from tests.test_core.test_stepper import BLOCK
 
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     monkeypatch.chdir(folder)
-    (folder / "run.nex").write_text(BLOCK.replace("lset nst=6", "set usebeagle=no; lset nst=6"))
+    (folder / "run.nex").write_text(edit(BLOCK.replace("lset nst=6", "set usebeagle=no; lset nst=6")))
     choose, step, kinds = select.choose_backend, stepper.CoreStepper.step, set()
 
     def counted(self, *a):
@@ -125,3 +125,14 @@ def test_a_run_through_packed_flushes_writes_the_host_runs_files(tmp_path, monke
     for name in ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t"):
         assert (tmp_path / "host" / name).read_text() == (tmp_path / "device" / name).read_text(), name
 
+
+def test_a_device_run_resumed_from_its_checkpoint_is_byte_identical(tmp_path, monkeypatch):
+    """Group 0 proposes and launches its next generation before the loop's swaps, samples and
+    checkpoint: the checkpoint holds the decided state, so a run to 150 continued with append=yes to
+    300 writes exactly the files of a straight run to 300."""
+    _run(tmp_path / "straight", monkeypatch, packed_choice)
+    assert _run(tmp_path / "resumed", monkeypatch, packed_choice,
+                lambda text: text.replace("ngen=300", "ngen=150")) == {"DeviceDivision/2"}
+    _run(tmp_path / "resumed", monkeypatch, packed_choice, lambda text: text.replace("ngen=300", "ngen=300 append=yes"))
+    for name in ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t"):
+        assert (tmp_path / "straight" / name).read_text() == (tmp_path / "resumed" / name).read_text(), name

@@ -101,10 +101,10 @@ def test_a_crash_at_any_step_leaves_a_valid_checkpoint(tmp_path, monkeypatch, cr
             raise Crash
         real_link(a, b)
 
-    def dataset(f, key, value):
+    def dataset(f, groups, key, value):
         if crash_at == "write" and key == "a/values":
             raise Crash
-        return real_dataset(f, key, value)
+        return real_dataset(f, groups, key, value)
 
     real_dataset = h5io._dataset
     monkeypatch.setattr(h5io.os, "replace", replace)

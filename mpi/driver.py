@@ -52,6 +52,8 @@ def share_scalars(comm, runs, led) -> None:
 class DistributedMC3(MC3):
     """MC3 over MPI ranks (see the module docstring); `layout` is an mbgpu.mpi.layout.Layout."""
 
+    compiled_blocks = False      # swaps and stop signals are collectives: one generation at a time
+
     def __init__(self, runs, opts, swap_rng, sink, console, comm, layout):
         super().__init__(runs, opts, swap_rng, sink, console)
         self.comm, self.layout = comm, layout

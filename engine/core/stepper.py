@@ -66,6 +66,7 @@ class CoreStepper:
         self.rng = np.stack([_stream(ch) for ch in chains])
         self.rng_out = self.rng.copy()          # each chain's random state after its last decision
         self.ahead = None                       # group 0's next generation, proposed and launched early
+        self._heats = ([], 0.0, None)           # (ranks, temp, heats) of the last heats_for
         ctx = first.ctx
         self.lo, self.hi = brlen_bounds(ctx.brlens_prior)
         self.anchor = int(ctx.anchor)
@@ -107,6 +108,16 @@ class CoreStepper:
             ch.attach_core(self, c)
 
     # -- one generation ------------------------------------------------------------------------
+    def heats_for(self, ranks: list[list[int]], temp: float) -> np.ndarray:
+        """Every chain's heat (mbgpu.sampler.swaps.heat of its position's rank), chains run by run; kept
+        until a swap changes the ranks (building it costs more than a generation's decisions)."""
+        seen, seen_temp, heats = self._heats
+        if heats is None or ranks != seen or temp != seen_temp:
+            r = np.array([x for rank in ranks for x in rank], dtype=np.float64)
+            heats = 1.0 / (1.0 + temp * r)
+            self._heats = ([list(rank) for rank in ranks], temp, heats)
+        return heats
+
     def step(self, heats: np.ndarray, tunefreq: int, autotune: bool) -> None:
         """One generation of every chain. On a GPU the chains go in `groups`: each group's likelihoods
         are launched as soon as it has proposed, so the device computes one group while the host
@@ -128,12 +139,20 @@ class CoreStepper:
             c0, c1 = bounds[g], bounds[g + 1]
             for d, ticket in zip(self.divisions, tickets[g]):
                 d.collect(ticket)
-            self._decide(heats, tunefreq, autotune, c0, c1)
-            for d in self.divisions:
-                d.keep(self.accepted, c0, c1)
-            self.rng_out[c0:c1] = self.rng[c0:c1]
+            self.finish(heats, tunefreq, autotune, c0, c1)
             if g == 0 and k > 1:
                 self.ahead = self._start(c0, c1, 0)
+        self.publish()
+
+    def finish(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int) -> None:
+        """Chains c0..c1-1, their likelihoods computed: decide, keep what was accepted, note their streams."""
+        self._decide(heats, tunefreq, autotune, c0, c1)
+        for d in self.divisions:
+            d.keep(self.accepted, c0, c1)
+        self.rng_out[c0:c1] = self.rng[c0:c1]
+
+    def publish(self) -> None:
+        """Every chain object's scores from the arrays; its tree, values and stream on its next read."""
         for ch, lnl, lnpr, best in zip(self.chains, self.lnl.tolist(), self.lnpr.tolist(), self.best.tolist()):
             ch.lnl, ch.lnpr, ch.best_lnl, ch.stale = lnl, lnpr, best, True
 
@@ -153,21 +172,28 @@ class CoreStepper:
                                self.layout.off, self.n_tips, self.lo, self.hi, self.anchor, self.pars, self.move_of,
                                self.log_h, self.moved, self.todo, self.by_param, c0, c1))
 
+    def decide_args(self, heats: np.ndarray, tunefreq: int, autotune: bool) -> tuple:
+        """step.decide_all's arguments but the chain range."""
+        t, mv = self.trees, self.moves
+        return (self.rng, heats, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
+                self.theta_p, self.n_tips, self.brl_kind, self.brl_args, self.topology, self.lnl, self.lnpr,
+                self.best, self.brl, self.pterm, self.pterm_new, self.div_lnl, self.div_lnl_p, self.todo,
+                self.move_of, self.log_h, self.moved, self.accepted, tunefreq, autotune, mv.counts, mv.last_rate,
+                mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha, mv.param)
+
     def _decide(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int) -> None:
         """Chains c0..c1-1 accept or reject (step.decide_all); a proposal whose log likelihood is not a
         number stops the run with its move's name."""
-        t, mv = self.trees, self.moves
-        bad = decide_all(self.rng, heats, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
-                         self.theta_p, self.n_tips, self.brl_kind, self.brl_args, self.topology, self.lnl,
-                         self.lnpr, self.best, self.brl, self.pterm, self.pterm_new, self.div_lnl, self.div_lnl_p,
-                         self.todo, self.move_of, self.log_h, self.moved, self.accepted, tunefreq, autotune,
-                         mv.counts, mv.last_rate, mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha,
-                         mv.param, c0, c1)
+        bad = decide_all(*self.decide_args(heats, tunefreq, autotune), c0, c1)
         if bad >= 0:
-            ch = self.chains[bad]
-            name = ch.moves[int(self.move_of[bad])].name
-            raise ModelError("a proposal of %s gave a log likelihood that is not a number (run %d, chain %d)"
-                             % (name, ch.run + 1, ch.index + 1))
+            self.proposal_error(bad)
+
+    def proposal_error(self, c: int) -> None:
+        """Stop the run: chain c's proposal gave a log likelihood that is not a number."""
+        ch = self.chains[c]
+        name = ch.moves[int(self.move_of[c])].name
+        raise ModelError("a proposal of %s gave a log likelihood that is not a number (run %d, chain %d)"
+                         % (name, ch.run + 1, ch.index + 1))
 
     def _plan(self, n_param: int) -> None:
         """The new models and prior terms of the chains whose parameter proposal is live (propose_all has

@@ -309,8 +309,8 @@ def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
 
     held = runs[0][0]._core                 # the compiled core, once built: no per-chain Python below
     if held is not None:
-        r = np.array([rank[pos] for run, rank in zip(runs, ranks) for pos in range(len(run))], dtype=np.float64)
-        held[0].step(1.0 / (1.0 + opts.temp * r), opts.tunefreq, opts.autotune)     # swaps.heat, elementwise
+        core = held[0]
+        core.step(core.heats_for(ranks, opts.temp), opts.tunefreq, opts.autotune)
         return
     chains = [c for run in runs for c in run]
     heats = [heat(rank[pos], opts.temp) for run, rank in zip(runs, ranks) for pos in range(len(run))]

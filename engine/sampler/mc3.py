@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mbgpu.core.block import BlockRunner
 from mbgpu.sampler.batch_step import step_generation
 from mbgpu.sampler.screen import IND, acceptance_table, chain_line, heat_table, hms, swap_table
 from mbgpu.sampler.swaps import SwapTable, swap_with
@@ -51,6 +52,9 @@ class RunOptions:
 class MC3:
     """Runs the loop; `sink` receives samples and diagnostics (files), `console` the screen."""
 
+    compiled_blocks = True       # generations between two events may run in one compiled call (core.block)
+    BLOCK_MAX = 256              # at most this many: stop signals are seen between blocks
+
     def __init__(self, runs: list[list], opts: RunOptions, swap_rng: np.random.Generator, sink, console):
         self.runs, self.opts, self.swap_rng = runs, opts, swap_rng
         self.sink, self.console = sink, console
@@ -58,6 +62,7 @@ class MC3:
         self.swaps = [SwapTable(opts.nchains) for _ in runs]
         self.gen = 0
         self.after_generation = None  # callable(mc3, gen) -> True to stop (checkpoints, stop signals)
+        self.hook_every = 0           # after_generation acts only at multiples of this (0: every generation)
 
     def cold(self, run: int):
         return self.runs[run][self.ranks[run].index(0)]
@@ -68,11 +73,19 @@ class MC3:
         if first == 0:  # a continuation (gen > 0, restored from a checkpoint) has sampled it already
             self.sink.sample(0, self)
             self.console.print(chain_line(0, self.runs, self.ranks, None))
-        for gen in range(self.gen + 1, o.ngen + 1):
-            self.gen = gen
-            self.step_all()
-            if gen % o.swapfreq == 0:
-                self.swap_all()
+        blocks, gen = None, self.gen
+        while gen < o.ngen:
+            gen += 1
+            if blocks is None:                     # None until the core is built; then a runner or False
+                blocks = BlockRunner.for_mc3(self)
+            last = self._block_end(gen) if blocks else gen
+            if last > gen:
+                gen = self.gen = blocks.run(self, gen, last)
+            else:
+                self.gen = gen
+                self.step_all()
+                if gen % o.swapfreq == 0:
+                    self.swap_all()
             if gen % o.samplefreq == 0:
                 self.sink.sample(gen, self)
             if gen % o.printfreq == 0:
@@ -87,6 +100,20 @@ class MC3:
                 break
         self.elapsed = time.time() - start
         return self.gen
+
+    def _block_end(self, gen: int) -> int:
+        """The last generation of a compiled block from `gen`: the first at which the loop has something
+        to do (sample, screen line, diagnostic, after_generation), at most BLOCK_MAX on."""
+        o = self.opts
+        every = [o.samplefreq, o.printfreq] + ([o.diagnfreq] if o.mcmcdiagn else [])
+        if self.after_generation is not None:
+            if not self.hook_every:
+                return gen
+            every.append(self.hook_every)
+        last = min(o.ngen, gen + self.BLOCK_MAX - 1)
+        for f in every:
+            last = min(last, -(-gen // f) * f)
+        return last
 
     def step_all(self) -> None:
         """Every chain proposes, batched flushes evaluate the proposals, every chain decides (batch_step)."""

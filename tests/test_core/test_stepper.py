@@ -5,6 +5,7 @@ import numba
 import pytest
 
 import mbgpu.core.stepper as stepper
+from mbgpu.core.block import BlockRunner
 from mbgpu.console import Console
 from mbgpu.interpreter import Interpreter
 from tests.conftest import TEST_DATA
@@ -19,15 +20,22 @@ def _run(folder, monkeypatch, threads):
     monkeypatch.chdir(folder)
     (folder / "run.nex").write_text(BLOCK)
     steps = []
-    step = stepper.CoreStepper.step
+    step, run_block = stepper.CoreStepper.step, BlockRunner.run
     monkeypatch.setattr(stepper.CoreStepper, "step", lambda self, *a: steps.append(1) or step(self, *a))
+
+    def counted_block(self, mc3, first, last):
+        done = run_block(self, mc3, first, last)
+        steps.extend([1] * (done - first + 1))
+        return done
+
+    monkeypatch.setattr(BlockRunner, "run", counted_block)
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
         Interpreter(Console(io.StringIO())).run_file(str(folder / "run.nex"))
     finally:
         numba.set_num_threads(before)
-    return len(steps)
+    return len(steps)     # generations the core stepped, one by one or in compiled blocks
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")

@@ -1,0 +1,121 @@
+"""Compiled blocks of generations (mbgpu.core.block) write exactly the files of the one-generation-at-a-time
+loop: samples, screen, swaps, continuation from a checkpoint, and a model the core leaves to the host."""
+import io
+import re
+
+import numba
+import numpy as np
+import pytest
+
+import mbgpu.core.block as block
+import mbgpu.core.stepper as stepper
+from mbgpu.console import Console
+from mbgpu.interpreter import Interpreter
+from mbgpu.sampler.mc3 import MC3
+from mbgpu.sampler.swaps import SwapTable, swap_with
+from tests.test_core.test_stepper import BLOCK
+
+FILES = ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc")
+
+
+class Chain:
+    def __init__(self, lnl, lnpr):
+        self.lnl, self.lnpr = lnl, lnpr
+
+
+def _run(folder, monkeypatch, blocks: bool, text=BLOCK):
+    """Run `text` in `folder` on one numba thread, in compiled blocks or not; the screen (times blanked)
+    and the generations run in blocks."""
+    folder.mkdir(exist_ok=True)
+    monkeypatch.chdir(folder)
+    (folder / "run.nex").write_text(text)
+    monkeypatch.setattr(MC3, "compiled_blocks", blocks)
+    in_blocks, run = [], block.BlockRunner.run
+
+    def counted(self, mc3, first, last):
+        done = run(self, mc3, first, last)
+        in_blocks.append(done - first + 1)
+        return done
+
+    monkeypatch.setattr(block.BlockRunner, "run", counted)
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    out = io.StringIO()
+    try:
+        Interpreter(Console(out)).run_file(str(folder / "run.nex"))
+    finally:
+        numba.set_num_threads(before)
+        monkeypatch.undo()
+    return re.sub(r"\d+:\d\d:\d\d|\d+ seconds", "T", out.getvalue()), sum(in_blocks)
+
+
+def _same_files(a, b):
+    for name in FILES:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_blocks_write_the_files_and_screen_of_single_generations(tmp_path, monkeypatch):
+    screen, n = _run(tmp_path / "blocks", monkeypatch, True)
+    assert n == 299                       # the first generation builds the core, the others go in blocks
+    single, n = _run(tmp_path / "single", monkeypatch, False)
+    assert n == 0
+    _same_files(tmp_path / "blocks", tmp_path / "single")
+    assert screen == single
+
+
+def test_a_run_in_blocks_continued_from_its_checkpoint_is_byte_identical(tmp_path, monkeypatch):
+    _run(tmp_path / "straight", monkeypatch, True)
+    _run(tmp_path / "resumed", monkeypatch, True, BLOCK.replace("ngen=300", "ngen=150 checkfreq=50"))
+    _, n = _run(tmp_path / "resumed", monkeypatch, True, BLOCK.replace("ngen=300", "ngen=300 append=yes"))
+    assert n == 149                       # its first generation rebuilds the core
+    _same_files(tmp_path / "straight", tmp_path / "resumed")
+
+
+def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, monkeypatch):
+    """Every parameter proposal's model built on the host (as when the core cannot compute one): the
+    block stops at that generation and the host finishes it, as the per-generation step does."""
+    real_plan, real_proposal = block._plan, stepper.model_proposal
+    to_host = []
+
+    def plan_on_host(theta_p, by_param, moved, off, n_param, pri, sm, rows, touch, new_q, pterm_new, todo, failed):
+        real_plan(theta_p, by_param, moved, off, n_param, pri, sm, rows, touch, new_q, pterm_new, todo, failed)
+        nf = 0
+        for c in by_param[:n_param]:
+            if touch[moved[c]]:
+                failed[nf] = c
+                nf += 1
+        to_host.append(nf)
+        return nf
+
+    def run(folder, blocks):
+        monkeypatch.setattr(stepper, "model_proposal", lambda *a: real_proposal(*a) and False)
+        monkeypatch.setattr(block, "_plan", plan_on_host)
+        monkeypatch.setattr(block, "run_block", block.run_block.py_func)     # so that it calls plan_on_host
+        return _run(folder, monkeypatch, blocks, BLOCK.replace("ngen=300", "ngen=120"))
+
+    _, n = run(tmp_path / "blocks", True)
+    assert n > 100 and sum(x > 0 for x in to_host) > 20      # most in blocks, many stopped for the host
+    run(tmp_path / "single", False)
+    _same_files(tmp_path / "blocks", tmp_path / "single")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_compiled_swaps_are_the_loops_swaps(seed):
+    rng = np.random.default_rng(seed)
+    nruns, n, nswaps, temp = 2, 4, 3, 0.2
+    lnl, lnpr = rng.normal(-1000, 5, nruns * n), rng.normal(-10, 2, nruns * n)
+    ranks = [list(rng.permutation(n)) for _ in range(nruns)]
+    tables = [SwapTable(n) for _ in range(nruns)]
+    a, b = np.random.default_rng(seed + 10), np.random.default_rng(seed + 10)
+    arr = np.array(ranks, dtype=np.int64)
+    tried, acc = np.zeros((nruns, n, n), dtype=np.int64), np.zeros((nruns, n, n), dtype=np.int64)
+    for _ in range(4):
+        block.swap_heats(a, arr, temp, nswaps, tried, acc, lnl, lnpr)
+        draws = b.random(3 * nswaps * nruns).tolist()
+        for r in range(nruns):
+            chains = [Chain(lnl[r * n + p], lnpr[r * n + p]) for p in range(n)]
+            for s in range(nswaps):
+                swap_with(chains, ranks[r], temp, draws[3 * (r * nswaps + s):3 * (r * nswaps + s) + 3], tables[r])
+    assert arr.tolist() == ranks
+    assert tried.tolist() == [t.tried for t in tables] and acc.tolist() == [t.accepted for t in tables]
+    assert acc.sum() > 0 and a.random() == b.random()

@@ -53,7 +53,8 @@ class MC3:
     """Runs the loop; `sink` receives samples and diagnostics (files), `console` the screen."""
 
     compiled_blocks = True       # generations between two events may run in one compiled call (core.block)
-    BLOCK_MAX = 256              # at most this many: stop signals are seen between blocks
+    BLOCK_MAX = 256              # generations in a block at most
+    BLOCK_SECONDS = 0.05         # and about this long: stop signals are seen between blocks
 
     def __init__(self, runs: list[list], opts: RunOptions, swap_rng: np.random.Generator, sink, console):
         self.runs, self.opts, self.swap_rng = runs, opts, swap_rng
@@ -63,6 +64,7 @@ class MC3:
         self.gen = 0
         self.after_generation = None  # callable(mc3, gen) -> True to stop (checkpoints, stop signals)
         self.hook_every = 0           # after_generation acts only at multiples of this (0: every generation)
+        self.block_len = 8            # the next compiled block's length at most (sized to BLOCK_SECONDS)
 
     def cold(self, run: int):
         return self.runs[run][self.ranks[run].index(0)]
@@ -80,7 +82,11 @@ class MC3:
                 blocks = BlockRunner.for_mc3(self)
             last = self._block_end(gen) if blocks else gen
             if last > gen:
-                gen = self.gen = blocks.run(self, gen, last)
+                t0 = time.perf_counter()
+                done = blocks.run(self, gen, last)
+                per_gen = (time.perf_counter() - t0) / (done - gen + 1)
+                self.block_len = max(1, min(self.BLOCK_MAX, int(self.BLOCK_SECONDS / max(per_gen, 1e-9))))
+                gen = self.gen = done
             else:
                 self.gen = gen
                 self.step_all()
@@ -103,14 +109,15 @@ class MC3:
 
     def _block_end(self, gen: int) -> int:
         """The last generation of a compiled block from `gen`: the first at which the loop has something
-        to do (sample, screen line, diagnostic, after_generation), at most BLOCK_MAX on."""
+        to do (sample, screen line, diagnostic, after_generation), at most block_len on (`gen` itself:
+        this generation goes alone)."""
         o = self.opts
         every = [o.samplefreq, o.printfreq] + ([o.diagnfreq] if o.mcmcdiagn else [])
         if self.after_generation is not None:
             if not self.hook_every:
                 return gen
             every.append(self.hook_every)
-        last = min(o.ngen, gen + self.BLOCK_MAX - 1)
+        last = min(o.ngen, gen + self.block_len - 1)
         for f in every:
             last = min(last, -(-gen // f) * f)
         return last

@@ -15,7 +15,8 @@ from tests.test_checkpoint.common import block, run_in, run_text, same_outputs
 
 
 def send_at(monkeypatch, gen: int, signum: int):
-    """Make the run signal itself while stepping generation `gen`."""
+    """Make the run signal itself while stepping generation `gen` (one by one; a compiled block holding
+    `gen` stops at its end, so blocks are off here: tests/test_core/test_block.py covers their stops)."""
     step = MC3.step_all
 
     def stepping(self):
@@ -24,6 +25,7 @@ def send_at(monkeypatch, gen: int, signum: int):
         step(self)
 
     monkeypatch.setattr(MC3, "step_all", stepping)
+    monkeypatch.setattr(MC3, "compiled_blocks", False)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGUSR1, signal.SIGTERM, signal.SIGINT])

@@ -2,6 +2,7 @@
 loop: samples, screen, swaps, continuation from a checkpoint, and a model the core leaves to the host."""
 import io
 import re
+import signal
 
 import numba
 import numpy as np
@@ -9,10 +10,12 @@ import pytest
 
 import mbgpu.core.block as block
 import mbgpu.core.stepper as stepper
+from mbgpu.checkpoint.signals import RunStopped
 from mbgpu.console import Console
 from mbgpu.interpreter import Interpreter
 from mbgpu.sampler.mc3 import MC3
 from mbgpu.sampler.swaps import SwapTable, swap_with
+from tests.test_checkpoint.common import run_text
 from tests.test_core.test_stepper import BLOCK
 
 FILES = ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc")
@@ -56,7 +59,7 @@ def _same_files(a, b):
 
 def test_blocks_write_the_files_and_screen_of_single_generations(tmp_path, monkeypatch):
     screen, n = _run(tmp_path / "blocks", monkeypatch, True)
-    assert n == 299                       # the first generation builds the core, the others go in blocks
+    assert n > 250                        # the first generation builds the core, the others go in blocks
     single, n = _run(tmp_path / "single", monkeypatch, False)
     assert n == 0
     _same_files(tmp_path / "blocks", tmp_path / "single")
@@ -67,7 +70,7 @@ def test_a_run_in_blocks_continued_from_its_checkpoint_is_byte_identical(tmp_pat
     _run(tmp_path / "straight", monkeypatch, True)
     _run(tmp_path / "resumed", monkeypatch, True, BLOCK.replace("ngen=300", "ngen=150 checkfreq=50"))
     _, n = _run(tmp_path / "resumed", monkeypatch, True, BLOCK.replace("ngen=300", "ngen=300 append=yes"))
-    assert n == 149                       # its first generation rebuilds the core
+    assert n > 120                        # in blocks but for the first generation and short tails
     _same_files(tmp_path / "straight", tmp_path / "resumed")
 
 
@@ -119,3 +122,46 @@ def test_compiled_swaps_are_the_loops_swaps(seed):
     assert arr.tolist() == ranks
     assert tried.tolist() == [t.tried for t in tables] and acc.tolist() == [t.accepted for t in tables]
     assert acc.sum() > 0 and a.random() == b.random()
+
+
+def _one_thread(monkeypatch):
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    monkeypatch.setattr(MC3, "compiled_blocks", True)
+    return before
+
+
+def test_a_signal_during_a_block_stops_at_its_end_and_the_resume_is_exact(tmp_path, monkeypatch):
+    """SIGTERM while a block runs: the run stops at the block's end with a checkpoint (within
+    BLOCK_SECONDS of work), and append=yes continues byte-identically."""
+    _run(tmp_path / "straight", monkeypatch, True)
+    run, seen = block.BlockRunner.run, []
+
+    def signalled(self, mc3, first, last):
+        if first <= 77 <= last:
+            signal.raise_signal(signal.SIGTERM)
+        seen.append(last)
+        return run(self, mc3, first, last)
+
+    before = _one_thread(monkeypatch)
+    monkeypatch.setattr(block.BlockRunner, "run", signalled)
+    try:
+        with pytest.raises(RunStopped) as stopped:
+            run_text(tmp_path / "resumed", BLOCK, monkeypatch)
+    finally:
+        numba.set_num_threads(before)
+        monkeypatch.undo()
+    assert stopped.value.code == 128 + signal.SIGTERM
+    _, n = _run(tmp_path / "resumed", monkeypatch, True, BLOCK.replace("ngen=300", "ngen=300 append=yes"))
+    assert 77 <= seen[-1] <= 80 and n > 120     # stopped at the block's end (a sample at 80), then on
+    _same_files(tmp_path / "straight", tmp_path / "resumed")
+
+
+def test_blocks_shrink_to_block_seconds(tmp_path, monkeypatch):
+    """Where a generation takes longer than BLOCK_SECONDS, generations go one at a time (a stop signal is
+    then seen after every generation), and the files stay the same."""
+    _run(tmp_path / "blocks", monkeypatch, True)
+    monkeypatch.setattr(MC3, "BLOCK_SECONDS", 1e-9)
+    _, n = _run(tmp_path / "slow", monkeypatch, True)
+    assert 0 < n < 10                    # the first block, of block_len=8 at most, then one at a time
+    _same_files(tmp_path / "blocks", tmp_path / "slow")

@@ -54,7 +54,7 @@ class MC3:
 
     compiled_blocks = True       # generations between two events may run in one compiled call (core.block)
     BLOCK_MAX = 256              # generations in a block at most
-    BLOCK_SECONDS = 0.05         # and about this long: stop signals are seen between blocks
+    BLOCK_SECONDS = 0.05         # and about this long (or two generations): stop signals are seen between blocks
 
     def __init__(self, runs: list[list], opts: RunOptions, swap_rng: np.random.Generator, sink, console):
         self.runs, self.opts, self.swap_rng = runs, opts, swap_rng
@@ -85,7 +85,8 @@ class MC3:
                 t0 = time.perf_counter()
                 done = blocks.run(self, gen, last)
                 per_gen = (time.perf_counter() - t0) / (done - gen + 1)
-                self.block_len = max(1, min(self.BLOCK_MAX, int(self.BLOCK_SECONDS / max(per_gen, 1e-9))))
+                # at least 2, so that blocks go on and a slow first one (numba compiling) is not final
+                self.block_len = max(2, min(self.BLOCK_MAX, int(self.BLOCK_SECONDS / max(per_gen, 1e-9))))
                 gen = self.gen = done
             else:
                 self.gen = gen

@@ -28,7 +28,8 @@ class Chain:
 
 def _run(folder, monkeypatch, blocks: bool, text=BLOCK):
     """Run `text` in `folder` on one numba thread, in compiled blocks or not; the screen (times blanked)
-    and the generations run in blocks."""
+    and the generations run in blocks. (Blocks are sized by time; a first block that compiles is slow,
+    the next ones are not.)"""
     folder.mkdir(exist_ok=True)
     monkeypatch.chdir(folder)
     (folder / "run.nex").write_text(text)
@@ -49,7 +50,7 @@ def _run(folder, monkeypatch, blocks: bool, text=BLOCK):
     finally:
         numba.set_num_threads(before)
         monkeypatch.undo()
-    return re.sub(r"\d+:\d\d:\d\d|\d+ seconds", "T", out.getvalue()), sum(in_blocks)
+    return re.sub(r"\d+:\d\d:\d\d|(\d+ hours )?(\d+ mins )?\d+ seconds", "T", out.getvalue()), sum(in_blocks)
 
 
 def _same_files(a, b):
@@ -158,10 +159,17 @@ def test_a_signal_during_a_block_stops_at_its_end_and_the_resume_is_exact(tmp_pa
 
 
 def test_blocks_shrink_to_block_seconds(tmp_path, monkeypatch):
-    """Where a generation takes longer than BLOCK_SECONDS, generations go one at a time (a stop signal is
-    then seen after every generation), and the files stay the same."""
+    """Where a generation takes longer than BLOCK_SECONDS, blocks shrink to two generations (a stop signal
+    is then seen within two), and the files stay the same."""
     _run(tmp_path / "blocks", monkeypatch, True)
+    lengths, run = [], block.BlockRunner.run
+
+    def sized(self, mc3, first, last):
+        lengths.append(last - first + 1)
+        return run(self, mc3, first, last)
+
+    monkeypatch.setattr(block.BlockRunner, "run", sized)
     monkeypatch.setattr(MC3, "BLOCK_SECONDS", 1e-9)
-    _, n = _run(tmp_path / "slow", monkeypatch, True)
-    assert 0 < n < 10                    # the first block, of block_len=8 at most, then one at a time
+    _run(tmp_path / "slow", monkeypatch, True)
+    assert lengths[0] == 8 and max(lengths[1:]) == 2     # the first block, of block_len=8, then pairs
     _same_files(tmp_path / "blocks", tmp_path / "slow")

@@ -169,7 +169,7 @@ class BlockRunner:
             core.proposal_error(int(self.failed[0]))
         gen = first + done                          # HOST_MODEL: finish this generation as step() would
         for c in self.failed[:nf].tolist():
-            core._host_model(c, 0)
+            core.host_model(c, 0)
         core.divisions[0].evaluate(core.trees)
         core.finish(core.heats_for(mc3.ranks, o.temp), o.tunefreq, o.autotune, 0, len(core.chains))
         core.publish()

@@ -20,6 +20,7 @@ from mbgpu.core.prior import brlens_log_prior, brlens_table
 from mbgpu.core.step import decide_all, propose_all
 from mbgpu.errors import ModelError
 from mbgpu.moves.base import brlen_bounds
+from mbgpu.param_kinds import KIND, RATIO, SIMPLEX
 from mbgpu.sampler.model_state import rate_multiplier, spec_with_values
 
 
@@ -91,7 +92,7 @@ class CoreStepper:
             d.refresh(self.trees)
         self.touches = [[j for j, part in enumerate(first.parts) if part.division in p.divisions]
                         for p in self.params]
-        self.new_q = [p.kind in ("revmat", "tratio", "statefreq") for p in self.params]
+        self.new_q = [KIND[p.kind].form in (SIMPLEX, RATIO) for p in self.params]   # a new Q; else new rates
         self.priors = PriorTable(self.params, self.prior_fn.n_chars, self.layout)
         self.set_models = [SetModel(part.spec, part.division, part.fixed_mult, self.params, self.layout)
                            if SetModel.describable(part.spec, self.params, part.division) else None
@@ -212,10 +213,10 @@ class CoreStepper:
                 if sm is None or not model_proposal(self.theta_p[c], sm.desc, sm.fixed, sm.s0, sm.pi0, d.evals,
                                                     d.evecs, d.einv, d.crates, d.cweights, d.freqs, d.pinvar,
                                                     d.mult, c, self.new_q[k]):
-                    self._host_model(c, j)
+                    self.host_model(c, j)
                 self.todo[j, c] = 2
 
-    def _host_model(self, c: int, j: int) -> None:
+    def host_model(self, c: int, j: int) -> None:
         """Chain c's proposed model of pattern set j built on the host (mbgpu.models)."""
         ch = self.chains[c]
         values = self.layout.unpack(self.theta_p[c])

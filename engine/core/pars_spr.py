@@ -41,6 +41,7 @@ chain and thread): a tuple `data` =
                                         step_cdf(c, r)[:-1] (2c values) at tab_off[c]
     tab_off     int64[TABLE_MAX + 1]    (-1: no table); counts above TABLE_MAX draw TABLE_MAX-site chunks
     noise       float64[4]              (r the tables were made for, P(-1), P(+1) per site, 1 if tables)
+    threads     uint64[1]               numba threads the Fitch pass may use (spans of words, SPAN_WORK)
 
 Call `pars_spr(parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, *data)`; `tuning` is float64[4]
 = (warp, r, v_t, lambda), the order of ParsSPR.default_tuning (PARS_SPR_TUNING); lo, hi the
@@ -64,6 +65,7 @@ from mbgpu.core.trees import root_of
 from mbgpu.jit import JIT_OPTIONS
 
 PARS_SPR_TUNING = np.array([0.1, 0.05, 0.03, 0.098])   # (warp, r, v_t, lambda), ParsSPR.default_tuning
+SPAN_WORK = 256          # words x planes a thread takes at least in the Fitch pass (~20-30 us of work)
 TABLE_MAX = 256          # step tables for patterns of up to this many sites; larger ones draw in chunks
 _INFO_COLS = 11
 
@@ -98,10 +100,11 @@ def site_pmf(r: float) -> np.ndarray | None:
 
 
 def prepare_pars_data(pattern_masks, n_states=None, rate_mults=None, n_tips: int | None = None,
-                      r: float = 0.05) -> tuple:
+                      r: float = 0.05, threads: int = 1) -> tuple:
     """The arrays `pars_spr` takes after `anchor` (see the module docstring), from MoveContext's
     pattern_masks (per partition (uint32 masks [n_tips, n_patterns], weights)), n_states and
-    rate_mults (None: inferred from the masks / 1.0), for weight noise r (ParsSPR's tuning "r")."""
+    rate_mults (None: inferred from the masks / 1.0), for weight noise r (ParsSPR's tuning "r"), the
+    Fitch pass on up to `threads` of numba's threads (the results do not depend on it)."""
     parts = list(pattern_masks)
     if n_tips is None:
         if not parts:
@@ -155,7 +158,8 @@ def prepare_pars_data(pattern_masks, n_states=None, rate_mults=None, n_tips: int
     cdf, tab_off, noise = _noise_tables(count_all, float(r))
     group_arr = np.array(groups, dtype=np.int64).reshape(len(groups), 3)
     return (tip_planes, info, part_f, cat(ws, np.float64), cat(ints, np.int64), count_all,
-            cat(planes, np.uint64), cat(gidx, np.int64), group_arr, cdf, tab_off, noise)
+            cat(planes, np.uint64), cat(gidx, np.int64), group_arr, cdf, tab_off, noise,
+            np.array([max(int(threads), 1)], dtype=np.uint64))
 
 
 def _noise_tables(count: np.ndarray, r: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -298,19 +302,19 @@ def _part_shape(info, i):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _down(sets, v, c1, c2, k, col, nw, flag):
-    """Downpass set of v from its children's (a partition of k planes of nw words from column col): the
-    intersection, or the union where that is empty."""
+def _down(sets, v, c1, c2, k, bs, bw, flag):
+    """Downpass set of v from its children's, in a span (k planes of bw words, plane kk at kk * bs):
+    the intersection, or the union where that is empty."""
     uv, u1, u2 = np.uint64(v), np.uint64(c1), np.uint64(c2)
-    for w in range(nw):
+    for w in range(bw):
         flag[w] = _U0
     for kk in range(k):
-        base = col + kk * nw
-        for w in range(nw):
+        base = kk * bs
+        for w in range(bw):
             flag[w] |= sets[u1, base + w] & sets[u2, base + w]
     for kk in range(k):
-        base = col + kk * nw
-        for w in range(nw):
+        base = kk * bs
+        for w in range(bw):
             x = sets[u1, base + w]
             y = sets[u2, base + w]
             both = x & y
@@ -318,23 +322,23 @@ def _down(sets, v, c1, c2, k, col, nw, flag):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _final(sets, meets, v, p, c1, c2, sub, k, col, nw, woff, fe, fs):
+def _final(sets, meets, v, p, c1, c2, sub, k, bs, bw, moff, fe, fs):
     """Final set of internal v from its downpass set, its children's and its parent's final set
     (parsimony.final_sets), written over v's downpass set (v's children still hold theirs), and
-    meets[v] as _meets computes it (a partition, as _down)."""
+    meets[v] from word moff as _meets computes it (a span, as _down)."""
     uv, up_, u1, u2, us = np.uint64(v), np.uint64(p), np.uint64(c1), np.uint64(c2), np.uint64(sub)
-    for w in range(nw):
+    for w in range(bw):
         fe[w] = _U0
         fs[w] = _U0
-        meets[uv, woff + w] = _U0
+        meets[uv, moff + w] = _U0
     for kk in range(k):
-        base = col + kk * nw
-        for w in range(nw):
+        base = kk * bs
+        for w in range(bw):
             fe[w] |= sets[u1, base + w] & sets[u2, base + w]        # children's sets intersect
             fs[w] |= sets[up_, base + w] & ~sets[uv, base + w]      # up is not a subset of down
     for kk in range(k):
-        base = col + kk * nw
-        for w in range(nw):
+        base = kk * bs
+        for w in range(bw):
             d1 = sets[u1, base + w]
             d2 = sets[u2, base + w]
             d = sets[uv, base + w]
@@ -344,49 +348,78 @@ def _final(sets, meets, v, p, c1, c2, sub, k, col, nw, woff, fe, fs):
             f = b ^ ((a ^ b) & ~fe[w])
             f = f ^ ((up ^ f) & ~fs[w])
             sets[uv, base + w] = f
-            meets[uv, woff + w] |= f & sets[us, base + w]
+            meets[uv, moff + w] |= f & sets[us, base + w]
 
 
 @numba.njit(**JIT_OPTIONS)
-def _meets(sets, meets, v, sub, k, col, nw, woff):
-    """meets[v] (a partition's words from woff): the patterns where v's final set meets S's downpass set."""
+def _meets(sets, meets, v, sub, k, bs, bw, moff):
+    """meets[v] from word moff: the patterns where v's final set meets S's downpass set (a span)."""
     uv, us = np.uint64(v), np.uint64(sub)
-    for w in range(nw):
-        meets[uv, woff + w] = _U0
+    for w in range(bw):
+        meets[uv, moff + w] = _U0
     for kk in range(k):
-        base = col + kk * nw
-        for w in range(nw):
-            meets[uv, woff + w] |= sets[uv, base + w] & sets[us, base + w]
+        base = kk * bs
+        for w in range(bw):
+            meets[uv, moff + w] |= sets[uv, base + w] & sets[us, base + w]
 
 
 @numba.njit(**JIT_OPTIONS)
-def _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info, i, sets, meets, fe, fs):
-    """Partition i: Fitch downpass sets of R (rooted at order[0], the anchor) and S (rooted at sub),
-    final sets of R, and for every node of R the words of patterns where its final set meets S's set."""
-    k, nw, col, woff = _part_shape(info, i)
+def _walk(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, moff, w0, bw, sets, meets, fe, fs, kid):
+    """Fitch sets and meets for the span of words w0 .. w0 + bw of a partition (k planes of nw words from
+    tip column col; its meets from word moff): sets[node, kk * bw + w] is the span's scratch."""
     for idx in range(n_r + n_s):
         v = order[idx]
         if v < n_tips:
             for kk in range(k):
-                base = col + kk * nw
-                for w in range(nw):
-                    sets[v, base + w] = tip_planes[v, base + w]
+                src = col + kk * nw + w0
+                for w in range(bw):
+                    sets[v, kk * bw + w] = tip_planes[v, src + w]
     for idx in range(n_r + n_s - 1, 0, -1):        # R then S, children before parents
         v = order[idx]
         if v >= n_tips and idx != n_r:
-            c1, c2 = _two_kids(nb, rpar, v)
-            _down(sets, v, c1, c2, k, col, nw, fe)
+            _down(sets, v, kid[v, 0], kid[v, 1], k, bw, bw, fe)
     if sub >= n_tips:
-        c1, c2 = _two_kids(nb, rpar, sub)
-        _down(sets, sub, c1, c2, k, col, nw, fe)
-    _meets(sets, meets, order[0], sub, k, col, nw, woff)
+        _down(sets, sub, kid[sub, 0], kid[sub, 1], k, bw, bw, fe)
+    _meets(sets, meets, order[0], sub, k, bw, bw, moff)
     for idx in range(1, n_r):                      # preorder: the parent's final set is ready
         v = order[idx]
         if v >= n_tips:
-            c1, c2 = _two_kids(nb, rpar, v)
-            _final(sets, meets, v, rpar[v], c1, c2, sub, k, col, nw, woff, fe, fs)
+            _final(sets, meets, v, rpar[v], kid[v, 0], kid[v, 1], sub, k, bw, bw, moff, fe, fs)
         else:
-            _meets(sets, meets, v, sub, k, col, nw, woff)
+            _meets(sets, meets, v, sub, k, bw, bw, moff)
+
+
+@numba.njit(parallel=True, **JIT_OPTIONS)
+def _walk_spans(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff, per, meets, kid):
+    """_walk for the spans of `per` words on numba's threads, each with its own scratch (the spans'
+    words are independent: every result is the same as one walk's)."""
+    n_spans = (nw + per - 1) // per
+    for t in numba.prange(n_spans):
+        w0 = np.uint64(t) * per
+        bw = min(per, nw - w0)
+        sets = np.empty((kid.shape[0], k * bw), dtype=np.uint64)
+        flags = np.empty((2, bw), dtype=np.uint64)
+        _walk(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff + w0, w0, bw, sets, meets,
+              flags[0], flags[1], kid)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info, i, sets, meets, fe, fs, kid, threads):
+    """Partition i: Fitch downpass sets of R (rooted at order[0], the anchor) and S (rooted at sub),
+    final sets of R, and for every node of R the words of patterns where its final set meets S's set;
+    on up to `threads` threads when the partition has SPAN_WORK words x planes per thread or more."""
+    k, nw, col, woff = _part_shape(info, i)
+    for idx in range(n_r + n_s):
+        v = order[idx]
+        if v >= n_tips:
+            kid[v, 0], kid[v, 1] = _two_kids(nb, rpar, v)
+    n_spans = min(threads, (nw * k) // SPAN_WORK)
+    if n_spans <= 1:
+        _walk(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff, _U0, nw, sets, meets, fe, fs,
+              kid)
+        return
+    per = (nw + np.uint64(n_spans) - _U1) // np.uint64(n_spans)
+    _walk_spans(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff, per, meets, kid)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -613,7 +646,7 @@ def _load_weights(s, i, r, fixed_w, info, base_w, base_i, count, base_planes, gi
 
 @numba.njit(**JIT_OPTIONS)
 def _candidate_costs(s, tuning, nb, order, rpar, n_r, n_s, sub, n_tips, cost, fixed_w, tip_planes, info,
-                     part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise):
+                     part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise, threads):
     """cost[i] for every candidate (rpar[order[i]], order[i]), i = 1 .. n_r - 1, with freshly perturbed
     weights (fixed_w empty) or the given per-pattern weights fixed_w (tests)."""
     for i in range(n_r):
@@ -625,13 +658,15 @@ def _candidate_costs(s, tuning, nb, order, rpar, n_r, n_s, sub, n_tips, cost, fi
         n_words += info[i, 1]
     sets = np.empty((nb.shape[0], tip_planes.shape[1]), dtype=np.uint64)
     meets = np.empty((nb.shape[0], n_words), dtype=np.uint64)
+    kid = np.empty((nb.shape[0], 2), dtype=np.int32)
     miss, wp, wf, ev_j, ev_step = _weight_scratch(info)
     flags = np.empty((2, miss.shape[0]), dtype=np.uint64)
     span = np.zeros((64, 2), dtype=np.int64)
     for i in range(info.shape[0]):
         if info[i, 5] == 0:
             continue
-        _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info, i, sets, meets, flags[0], flags[1])
+        _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info, i, sets, meets, flags[0], flags[1],
+                     kid, threads[0])
         integer, n_bits = _load_weights(s, i, tuning[1], fixed_w, info, base_w, base_i, count, base_planes,
                                         gidx, groups, cdf, tab_off, noise, wp, wf, ev_j, ev_step)
         factor = _factor(tuning[0], tuning[2], part_f[i, 0], part_f[i, 1])
@@ -761,7 +796,7 @@ def _rebuild(parent, kids, brlen, nb, nl, root, stack):
 
 @numba.njit(**JIT_OPTIONS)
 def pars_spr(parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, tip_planes, info, part_f, base_w,
-             base_i, count, base_planes, gidx, groups, cdf, tab_off, noise):
+             base_i, count, base_planes, gidx, groups, cdf, tab_off, noise, threads):
     """ParsSPR(Tau,V) in place; returns log Hastings (-inf: aborted, when the pruned node's two other
     neighbours are tips). tuning = (warp, r, v_t, lambda); lo, hi: branch-length limits; anchor: the
     tip R is rooted at; the rest: prepare_pars_data's arrays."""
@@ -779,7 +814,7 @@ def pars_spr(parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, tip_planes,
     work = np.empty((3, n_r))
     cost, logw, forth = work[0], work[1], work[2]
     _candidate_costs(s, tuning, nb, order, rpar, n_r, n_s, sub, n_tips, cost, base_w[:0], tip_planes,
-                     info, part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise)
+                     info, part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise, threads)
     c, log_h = choose_target(cost, n_r, joined, uniform(s), logw, forth)
     y = order[c]
     x = rpar[y]
@@ -819,7 +854,7 @@ def pars_spr(parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, tip_planes,
 
 @numba.njit(**JIT_OPTIONS)
 def candidate_costs(parent, kids, brlen, n_tips, u, sub, anchor, tuning, weights, tip_planes, info,
-                    part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise):
+                    part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise, threads):
     """For tests: (xs, ys, costs) of every candidate branch (xs[i], ys[i]) (ys[i]'s parent in R rooted at
     the anchor) when u's subtree sub is pruned, with the per-pattern weights `weights` (all partitions
     concatenated; empty: perturbed from the data's as the move does). The tree is not changed."""
@@ -835,7 +870,7 @@ def candidate_costs(parent, kids, brlen, n_tips, u, sub, anchor, tuning, weights
     cost = np.empty(n_r)
     s = np.ones(4, dtype=np.uint64)
     _candidate_costs(s, tuning, nb, order, rpar, n_r, n_s, sub, n_tips, cost, weights, tip_planes, info,
-                     part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise)
+                     part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise, threads)
     xs = np.empty(n_r - 1, np.int64)
     ys = np.empty(n_r - 1, np.int64)
     for i in range(1, n_r):
@@ -846,7 +881,7 @@ def candidate_costs(parent, kids, brlen, n_tips, u, sub, anchor, tuning, weights
 
 @numba.njit(**JIT_OPTIONS)
 def perturbed_weights(s, r, tip_planes, info, part_f, base_w, base_i, count, base_planes, gidx, groups, cdf,
-                      tab_off, noise):
+                      tab_off, noise, threads):
     """For tests: one draw of every pattern's perturbed weight at r (all partitions), by the move's own
     code (integer partitions: read back from the weight bit planes)."""
     out = np.empty(base_w.shape[0])

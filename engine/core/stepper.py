@@ -8,6 +8,7 @@ state are written back when read (`Chain.pull`).
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from mbgpu.core import trees as T
@@ -71,7 +72,8 @@ class CoreStepper:
         ctx = first.ctx
         self.lo, self.hi = brlen_bounds(ctx.brlens_prior)
         self.anchor = int(ctx.anchor)
-        self.pars = prepare_pars_data(ctx.pattern_masks, ctx.n_states, ctx.rate_mults, n_tips=self.n_tips)
+        self.pars = prepare_pars_data(ctx.pattern_masks, ctx.n_states, ctx.rate_mults, n_tips=self.n_tips,
+                                      threads=numba.get_num_threads())   # (also starts numba's pool)
         self.brl_kind, self.brl_args = brlens_table(self.prior_fn.brlenspr, self.n_tips)
         self.topology = float(self.prior_fn.topology(self.n_tips))
         n = len(chains)

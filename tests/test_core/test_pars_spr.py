@@ -154,6 +154,30 @@ def test_costs_equal_the_python_costs_exactly(n_tips, spec, anchor, seed):
     assert checked > 20
 
 
+
+def test_costs_on_threads_equal_the_python_costs_exactly():
+    """The Fitch pass split into spans of words on numba's threads gives the same integer counts."""
+    rng = np.random.default_rng(7)
+    n_tips, spec = 9, [(20, 2100), (4, 9000)]
+    parts = _partitions(rng, n_tips, spec)
+    ctx = MoveContext(n_tips=n_tips, pattern_masks=parts, anchor=2)
+    move = ParsSPR(r=0.0, warp=0.3, v_t=0.05)
+    tuning = np.array([move.tuning[k] for k in TUNING_KEYS])
+    data = core.prepare_pars_data(parts, None, None, n_tips, 0.0, threads=4)
+    info = data[1]
+    assert all(min(4, k * w // core.SPAN_WORK) >= 2 for k, w in info[:, :2])   # both partitions split
+    tree = random_tree(n_tips, rng)
+    parent, kids, brlen = to_arrays(tree)
+    checked = 0
+    for u, sub in _branches(tree, 2):
+        want = _python_costs(tree, ctx, u, sub, move)
+        xs, ys, cost = core.candidate_costs(parent, kids, brlen, n_tips, u, sub, 2, tuning, np.zeros(0), *data)
+        if want is None:
+            continue
+        assert dict(zip(zip(xs.tolist(), ys.tolist()), cost.tolist())) == want
+        checked += 1
+    assert checked > 5
+
 def test_costs_with_real_weights_match_the_python_costs():
     """Fractional weights take the per-pattern sums (the Python's float path)."""
     rng = np.random.default_rng(4)

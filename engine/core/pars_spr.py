@@ -41,7 +41,8 @@ chain and thread): a tuple `data` =
                                         step_cdf(c, r)[:-1] (2c values) at tab_off[c]
     tab_off     int64[TABLE_MAX + 1]    (-1: no table); counts above TABLE_MAX draw TABLE_MAX-site chunks
     noise       float64[4]              (r the tables were made for, P(-1), P(+1) per site, 1 if tables)
-    threads     uint64[1]               numba threads the Fitch pass may use (spans of words, SPAN_WORK)
+    threads     uint64[1]               numba threads the Fitch pass may use (spans of words, SPAN_WORK);
+                                        the caller holds numba's thread count to it (pars_threads)
 
 Call `pars_spr(parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, *data)`; `tuning` is float64[4]
 = (warp, r, v_t, lambda), the order of ParsSPR.default_tuning (PARS_SPR_TUNING); lo, hi the
@@ -65,7 +66,8 @@ from mbgpu.core.trees import root_of
 from mbgpu.jit import JIT_OPTIONS
 
 PARS_SPR_TUNING = np.array([0.1, 0.05, 0.03, 0.098])   # (warp, r, v_t, lambda), ParsSPR.default_tuning
-SPAN_WORK = 256          # words x planes a thread takes at least in the Fitch pass (~20-30 us of work)
+SPAN_WORK = 448          # words x planes a thread takes at least in the Fitch pass (~30-60 us of work)
+SPAN_MAX = 8             # spans at most (16-core GPU host: 8 threads beat 4 and 16; see pars_threads)
 TABLE_MAX = 256          # step tables for patterns of up to this many sites; larger ones draw in chunks
 _INFO_COLS = 11
 
@@ -97,6 +99,12 @@ def site_pmf(r: float) -> np.ndarray | None:
         return np.array([r, 1.0 - 2.0 * r, r])
     p = min(r, 1.0)
     return np.array([1.0 - p, 0.0, p])
+
+
+def pars_threads(available: int) -> int:
+    """The threads ParsSPR's Fitch pass uses of `available` (numba's count): waking more than SPAN_MAX
+    cost more than they saved on the 16-core GPU host (docs/performance.md)."""
+    return max(1, min(int(available), SPAN_MAX))
 
 
 def prepare_pars_data(pattern_masks, n_states=None, rate_mults=None, n_tips: int | None = None,
@@ -407,18 +415,18 @@ def _walk_spans(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, 
 def _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info, i, sets, meets, fe, fs, kid, threads):
     """Partition i: Fitch downpass sets of R (rooted at order[0], the anchor) and S (rooted at sub),
     final sets of R, and for every node of R the words of patterns where its final set meets S's set;
-    on up to `threads` threads when the partition has SPAN_WORK words x planes per thread or more."""
+    on up to `threads` (at most SPAN_MAX) threads, each with SPAN_WORK words x planes or more."""
     k, nw, col, woff = _part_shape(info, i)
     for idx in range(n_r + n_s):
         v = order[idx]
         if v >= n_tips:
             kid[v, 0], kid[v, 1] = _two_kids(nb, rpar, v)
-    n_spans = min(threads, (nw * k) // SPAN_WORK)
+    n_spans = min(threads, np.uint64(SPAN_MAX), (nw * k) // np.uint64(SPAN_WORK))
     if n_spans <= 1:
         _walk(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff, _U0, nw, sets, meets, fe, fs,
               kid)
         return
-    per = (nw + np.uint64(n_spans) - _U1) // np.uint64(n_spans)
+    per = (nw + n_spans - _U1) // n_spans
     _walk_spans(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff, per, meets, kid)
 
 

@@ -16,7 +16,7 @@ from mbgpu.core.device_division import DeviceDivision, device_backend
 from mbgpu.core.division import PROP, DivisionArrays, host_buffers
 from mbgpu.core.layout import MoveTable, ParamLayout, unsupported_move
 from mbgpu.core.models import PriorTable, SetModel, model_proposal, param_log_prior
-from mbgpu.core.pars_spr import prepare_pars_data
+from mbgpu.core.pars_spr import pars_threads, prepare_pars_data
 from mbgpu.core.prior import brlens_log_prior, brlens_table
 from mbgpu.core.step import decide_all, propose_all
 from mbgpu.errors import ModelError
@@ -72,8 +72,9 @@ class CoreStepper:
         ctx = first.ctx
         self.lo, self.hi = brlen_bounds(ctx.brlens_prior)
         self.anchor = int(ctx.anchor)
+        self.threads = numba.get_num_threads()           # (also starts numba's pool)
         self.pars = prepare_pars_data(ctx.pattern_masks, ctx.n_states, ctx.rate_mults, n_tips=self.n_tips,
-                                      threads=numba.get_num_threads())   # (also starts numba's pool)
+                                      threads=pars_threads(self.threads))
         self.brl_kind, self.brl_args = brlens_table(self.prior_fn.brlenspr, self.n_tips)
         self.topology = float(self.prior_fn.topology(self.n_tips))
         n = len(chains)
@@ -170,10 +171,17 @@ class CoreStepper:
         """Chains c0..c1-1 propose (step.propose_all); how many proposals are parameter moves. (On numba's
         threads it was slower on the GPU machine: waking the pool for 4 chains cost more than it saved.)"""
         t, mv = self.trees, self.moves
-        return int(propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
-                               self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning,
-                               self.layout.off, self.n_tips, self.lo, self.hi, self.anchor, self.pars, self.move_of,
-                               self.log_h, self.moved, self.todo, self.by_param, c0, c1))
+        held = self.pars[-1][0] < self.threads           # ParsSPR's spans wake at most pars_threads
+        if held:
+            numba.set_num_threads(int(self.pars[-1][0]))
+        try:
+            return int(propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
+                                   self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning,
+                                   self.layout.off, self.n_tips, self.lo, self.hi, self.anchor, self.pars,
+                                   self.move_of, self.log_h, self.moved, self.todo, self.by_param, c0, c1))
+        finally:
+            if held:
+                numba.set_num_threads(self.threads)
 
     def decide_args(self, heats: np.ndarray, tunefreq: int, autotune: bool) -> tuple:
         """step.decide_all's arguments but the chain range."""

@@ -158,7 +158,7 @@ def test_costs_equal_the_python_costs_exactly(n_tips, spec, anchor, seed):
 def test_costs_on_threads_equal_the_python_costs_exactly():
     """The Fitch pass split into spans of words on numba's threads gives the same integer counts."""
     rng = np.random.default_rng(7)
-    n_tips, spec = 9, [(20, 2100), (4, 9000)]
+    n_tips, spec = 9, [(20, 2900), (4, 15000)]
     parts = _partitions(rng, n_tips, spec)
     ctx = MoveContext(n_tips=n_tips, pattern_masks=parts, anchor=2)
     move = ParsSPR(r=0.0, warp=0.3, v_t=0.05)

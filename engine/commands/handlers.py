@@ -226,6 +226,10 @@ def do_startvals(interp, spec, cmd) -> None:
         if name == "Ratemultiplier" and len(value) != len(s.divisions):
             raise cmd.error("ratemultiplier needs %d values (one per division), got %d"
                             % (len(s.divisions), len(value)), a.value.token, CommandError)
+        if name == "Ratemultiplier" and not all(0.0 < v < float("inf") for v in value):
+            raise cmd.error("ratemultiplier=(%s): every start rate multiplier must be a positive number "
+                            "(outside the prior's support)" % ",".join("%g" % v for v in value),
+                            a.value.token, CommandError)
         s.startvals[name] = value
 
 

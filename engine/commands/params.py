@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from mbgpu.errors import CommandError
 
+from .limits import C_INT_MAX
 from .prior_checks import check_prior
 from .values import Value
 
@@ -131,42 +133,74 @@ def YesNo(name: str, default: str, help: str = "", **kw) -> Choice:
     return Choice(name, default, help, ("Yes", "No"), **kw)
 
 
+def interval(lo, hi) -> str:
+    """`in [lo, hi]`, `>= lo` or `<= hi`: the closed range an option's value must lie in, for messages."""
+    if lo is not None and hi is not None:
+        return "in [%s, %s]" % (_show(lo), _show(hi))
+    return ">= %s" % _show(lo) if lo is not None else "<= %s" % _show(hi)
+
+
+def _show(x) -> str:
+    return str(x) if isinstance(x, int) else "%g" % x
+
+
+def _echo(text: str) -> str:
+    """The value as typed, shortened when it is very long (a 5000-digit number)."""
+    return text if len(text) <= 24 else text[:20] + "..."
+
+
+def out_of_range(name: str, text: str, lo, hi) -> CommandError:
+    """`nchains=300 is out of range: it must be in [1, 256]`."""
+    return CommandError("%s=%s is out of range: it must be %s" % (name.lower(), _echo(text), interval(lo, hi)))
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
 @dataclass
 class Int(Param):
-    """An integer with optional bounds."""
+    """An integer in [lo, hi] (mbgpu.commands.limits); hi defaults to a C int's largest value, as MrBayes
+    reads every integer option into one, so no value can overflow later."""
 
     lo: int | None = None
-    hi: int | None = None
+    hi: int | None = C_INT_MAX
 
     def convert(self, value):
         text = self._plain(value)
-        try:
-            val = int(text)
-        except ValueError:
-            raise CommandError("%s must be an integer, not '%s'" % (self.name, text)) from None
-        if (self.lo is not None and val < self.lo) or (self.hi is not None and val > self.hi):
-            raise CommandError("%s=%d is out of range (%s..%s)" % (self.name, val, self.lo, self.hi))
+        if not _INTEGER.fullmatch(text):
+            raise CommandError("%s=%s: it must be an integer" % (self.name.lower(), _echo(text)))
+        hi = C_INT_MAX if self.hi is None else self.hi
+        if len(text.lstrip("+-0")) > len(str(hi)):        # too many digits to be in range (or for int())
+            raise out_of_range(self.name, text, self.lo, hi)
+        val = int(text)
+        if (self.lo is not None and val < self.lo) or val > hi:
+            raise out_of_range(self.name, text, self.lo, hi)
         return val
 
     def options(self):
-        return "<number>"
+        return "<integer %s>" % interval(self.lo, C_INT_MAX if self.hi is None else self.hi)
 
 
 @dataclass
 class Float(Param):
-    """A real number with optional bounds (inclusive)."""
+    """A finite real number with optional bounds (inclusive): inf and nan are refused."""
 
     lo: float | None = None
     hi: float | None = None
 
     def convert(self, value):
-        val = parse_number(self._plain(value), self.name)
+        text = self._plain(value)
+        val = parse_number(text, self.name)
+        if not math.isfinite(val):
+            raise CommandError("%s=%s: it must be a finite number" % (self.name.lower(), _echo(text)))
         if (self.lo is not None and val < self.lo) or (self.hi is not None and val > self.hi):
-            raise CommandError("%s=%g is out of range (%s..%s)" % (self.name, val, self.lo, self.hi))
+            raise out_of_range(self.name, text, self.lo, self.hi)
         return val
 
     def options(self):
-        return "<number>"
+        if self.lo is None and self.hi is None:
+            return "<number>"
+        return "<number %s>" % interval(self.lo, self.hi)
 
     def show(self, current):
         return "%f" % current if isinstance(current, float) else str(current)
@@ -192,7 +226,10 @@ class Numbers(Param):
         items = v.args if v.args is not None else [v.head]
         if v.args is not None and v.head:
             raise CommandError("%s expects (x,y,...), not '%s'" % (self.name, v.text()))
-        return tuple(parse_number(a, self.name) for a in items)
+        out = tuple(parse_number(a, self.name) for a in items)
+        if not all(math.isfinite(x) for x in out):
+            raise CommandError("%s=%s: every value must be a finite number" % (self.name.lower(), v.text()))
+        return out
 
     def options(self):
         return "(<number>,...)"

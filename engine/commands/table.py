@@ -10,6 +10,7 @@ from typing import Any
 
 from mbgpu.param_kinds import AA_MODELS
 
+from . import limits as L
 from .params import Choice, Divisions, Float, Int, Numbers, Param, Prior, Text, YesNo
 
 P = Prior
@@ -28,10 +29,10 @@ def _lset() -> list[Param]:
         Choice("Rates", "Equal", "rate variation across sites",
                ("Equal", "Gamma", "LNorm", "Propinv", "Invgamma", "Adgamma", "Kmixture"),
                supported=("Equal", "Gamma", "Propinv", "Invgamma")),
-        Int("Ngammacat", 4, "number of discrete gamma categories", 1, 20),
-        Int("Nlnormcat", 4, "number of lognormal categories", 1, 20, supported=()),
-        Int("Nmixtcat", 4, "number of mixture categories", 1, 20, supported=()),
-        Int("Nbetacat", 5, "number of beta categories", 1, 20, supported=()),
+        Int("Ngammacat", 4, "number of discrete gamma categories", 2, L.MAX_CATS),
+        Int("Nlnormcat", 4, "number of lognormal categories", 2, L.MAX_CATS, supported=()),
+        Int("Nmixtcat", 4, "number of mixture categories", 2, L.MAX_CATS, supported=()),
+        Int("Nbetacat", 5, "number of beta categories", 2, L.MAX_CATS, supported=()),
         Choice("Omegavar", "Equal", "omega variation (codon models)", ("Equal", "Ny98", "M3"), supported=()),
         YesNo("Covarion", "No", "covarion model", supported=()),
         Choice("Coding", "Variable", "how characters were sampled (Mkv: Variable)",
@@ -105,8 +106,8 @@ def _prset() -> list[Param]:
 
 def _mcmc() -> list[Param]:
     return [
-        Int("Ngen", 1000000, "number of generations", 1), Int("Nruns", 2, "independent runs", 1),
-        Int("Nchains", 4, "chains per run (1 cold, the rest heated)", 1),
+        Int("Ngen", 1000000, "number of generations", 1), Int("Nruns", 2, "independent runs", 1, L.MAX_RUNS),
+        Int("Nchains", 4, "chains per run (1 cold, the rest heated)", 1, L.MAX_CHAINS),
         Float("Temp", 0.1, "heating: heat(i) = 1/(1 + temp*i)", 0.0),
         Numbers("Reweight", (0.0, 0.0), "percent of characters reweighted (down, up)", supported=()),
         Int("Swapfreq", 1, "generations between swap attempts", 1), Int("Nswaps", 1, "swaps per attempt", 1),
@@ -116,31 +117,33 @@ def _mcmc() -> list[Param]:
         YesNo("Mcmcdiagn", "Yes", "compute convergence diagnostics"),
         Int("Diagnfreq", 5000, "generations between diagnostics", 1),
         Choice("Diagnstat", "Avgstddev", "split-frequency statistic", ("Avgstddev", "Maxstddev")),
-        Float("Minpartfreq", 0.10, "minimum split frequency in diagnostics", 0.0, 1.0),
+        Float("Minpartfreq", 0.10, "minimum split frequency in diagnostics", *L.MINPARTFREQ),
         YesNo("Allchains", "No", "diagnostics for all chains", supported=()),
         YesNo("Allcomps", "No", "all run pairs", supported=()),
         YesNo("Relburnin", "Yes", "burn-in as a fraction"), Int("Burnin", 0, "burn-in samples", 0),
-        Float("Burninfrac", 0.25, "burn-in fraction", 0.0, 0.99),
+        Float("Burninfrac", 0.25, "burn-in fraction", *L.BURNINFRAC),
         YesNo("Stoprule", "No", "stop when the diagnostic falls below stopval"),
-        Float("Stopval", 0.05, "stop value", 0.0), YesNo("Savetrees", "No", "save trees for burn-in", supported=()),
+        Float("Stopval", 0.05, "stop value", *L.STOPVAL),
+        YesNo("Savetrees", "No", "save trees for burn-in", supported=()),
         YesNo("Checkpoint", "Yes", "write checkpoints"), Int("Checkfreq", 2000, "generations between checkpoints", 1),
         Text("Filename", "", "output file stem (default: the data file name)"),
         Choice("Startparams", "Current", "start parameter values", ("Current", "Reset"), supported=()),
         Choice("Starttree", "Current", "start trees", ("Current", "Random", "Parsimony"), supported=()),
         Int("Nperts", 0, "perturbations of start trees", 0, supported=()), YesNo("Data", "Yes", "use the data (No: sample the prior)"),
         YesNo("Ordertaxa", "No", "order taxa in .t files", supported=()), YesNo("Append", "No", "continue from a checkpoint"),
-        YesNo("Autotune", "Yes", "tune moves"), Int("Tunefreq", 100, "tries between tuning", 1),
+        YesNo("Autotune", "Yes", "tune moves"), Int("Tunefreq", 100, "tries between tuning", L.MIN_TUNEFREQ),
     ]
 
 
 def _set() -> list[Param]:
     return [
-        Int("Seed", None, "random seed (default: from the clock)", 0), Int("Swapseed", None, "swap seed", 0),
+        Int("Seed", None, "random seed (default: from the clock)", 1, L.SEED_MAX),
+        Int("Swapseed", None, "swap seed", 1, L.SEED_MAX),
         Text("Dir", "", "working directory for output"), Text("Partition", "", "active character partition"),
         Text("Speciespartition", "", "species partition", supported=()), YesNo("Autoclose", "No", "do not ask to extend runs"),
         YesNo("Nowarnings", "No", "suppress warnings"), YesNo("Autoreplace", "Yes", "overwrite output files"),
         YesNo("Quitonerror", "No", "leave on the first error"), YesNo("Scientific", "Yes", "scientific notation"),
-        Int("Precision", 6, "decimals in output files", 3, 15), YesNo("Usebeagle", "Yes", "use the GPU/CPU backend"),
+        Int("Precision", 6, "decimals in output files", *L.PRECISION), YesNo("Usebeagle", "Yes", "use the GPU/CPU backend"),
         Int("Beagleresource", 99, "backend resource number", 0),
         Choice("Beagledevice", "GPU", "GPU (when present) or CPU", ("CPU", "GPU")),
         Choice("Beagleprecision", "Double", "floating point precision of the backend", ("Single", "Double")),
@@ -156,16 +159,17 @@ def _set() -> list[Param]:
 def _sump() -> list[Param]:
     return [
         YesNo("Relburnin", "Yes", "burn-in as a fraction"), Int("Burnin", 0, "burn-in samples", 0),
-        Float("Burninfrac", 0.25, "burn-in fraction", 0.0, 0.99), Int("Nruns", 2, "number of runs", 1),
+        Float("Burninfrac", 0.25, "burn-in fraction", *L.BURNINFRAC), Int("Nruns", 2, "number of runs", 1),
         Text("Filename", "", "file stem of the .p files"), Text("Outputname", "", "stem of the output files"),
-        YesNo("Hpd", "Yes", "HPD intervals"), Float("Minprob", 0.05, "minimum probability of models", 0.0, 1.0, supported=()),
+        YesNo("Hpd", "Yes", "HPD intervals"),
+        Float("Minprob", 0.05, "minimum probability of models", *L.MINPROB, supported=()),
     ]
 
 
 def _sumt() -> list[Param]:
     return [
         YesNo("Relburnin", "Yes", "burn-in as a fraction"), Int("Burnin", 0, "burn-in samples", 0),
-        Float("Burninfrac", 0.25, "burn-in fraction", 0.0, 0.99), Int("Nruns", 2, "number of runs", 1),
+        Float("Burninfrac", 0.25, "burn-in fraction", *L.BURNINFRAC), Int("Nruns", 2, "number of runs", 1),
         Int("Ntrees", 1, "trees per file", 1, supported=()), Text("Filename", "", "file stem of the .t files"),
         Float("Minpartfreq", 0.10, "minimum split frequency", 0.0, 1.0),
         Choice("Contype", "Halfcompat", "consensus type", ("Halfcompat", "Allcompat")),

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mbgpu.memory_check import Table, available_bytes, check_fits, likelihood_bytes
 from mbgpu.model_settings import build_division_models, rate_multipliers
 from mbgpu.models import build_model
 from mbgpu.parameters import free_parameters
@@ -83,13 +84,25 @@ def _move_context(settings, sets, factory=None, gpu_parsimony: bool = True):
                        parsimony=_gpu_parsimony(factory) if gpu_parsimony else None)
 
 
+def _check_memory(n_tips: int, n_lanes: int, inputs, factory, available) -> None:
+    """Stop with mbgpu.memory_check.NotEnoughMemory, before allocating, when the CPU likelihood tables of
+    these lanes would not fit (a GPU backend's tables live on the device: its own check)."""
+    if not inputs or getattr(factory, "kind", "cpu") != "cpu":
+        return
+    tables = [Table(ps.n_patterns, ps.n_states, build_model(spec).n_categories) for _, spec, ps, _ in inputs]
+    check_fits(likelihood_bytes(n_tips, n_lanes, tables), available_bytes() if available is None else available)
+
+
 def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True,
-               owned=None, *, gpu_parsimony: bool = True) -> tuple[list[list[Chain]], list]:
+               owned=None, *, gpu_parsimony: bool = True, available: int | None = None
+               ) -> tuple[list[list[Chain]], list]:
     """Chains of every run (runs x chains) and the free parameters.
 
     `owned(run, chain) -> bool` (MPI): chains it rejects are not built and are None in the result;
     every built chain has the same random stream and start state as without `owned`.
     `gpu_parsimony=False`: ParsSPR's parsimony in numpy even when the likelihood runs on a GPU.
+    `available`: bytes of memory the likelihood tables may take (None: what the machine has now); more
+    raises mbgpu.memory_check.NotEnoughMemory before anything is allocated.
     """
     models = build_division_models(settings, sets)
     params = free_parameters(settings)
@@ -102,8 +115,9 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
               for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []
     template = build_moves(params, len(settings.divisions), include_tree=tree_moves, n_chars=n_chars)
     shared = ModelCache()
-    lanes = PartFactory(factory, settings.matrix.ntax, sum(1 for r in range(opts.nruns) for c in range(opts.nchains)
-                                                           if owned is None or owned(r, c)))
+    n_lanes = sum(1 for r in range(opts.nruns) for c in range(opts.nchains) if owned is None or owned(r, c))
+    _check_memory(settings.matrix.ntax, n_lanes, inputs, factory, available)
+    lanes = PartFactory(factory, settings.matrix.ntax, n_lanes)
     runs = []
     for run in range(opts.nruns):
         chains = []

@@ -39,10 +39,23 @@ def number_format(settings) -> tuple[bool, int]:
     return sci, int(opts.get("Precision", 6))
 
 
+def c_special(x: float) -> str:
+    """How C's printf spells a non-finite double: `-nan` when the sign bit is set (0.0/0.0 on x86, e.g.
+    the ESS of a run where a parameter is constant), else `nan`, `inf`, `-inf`."""
+    if math.isnan(x):
+        return "-nan" if math.copysign(1.0, x) < 0 else "nan"
+    return "inf" if x > 0 else "-inf"
+
+
+def c_fixed(x: float, width: int, precision: int) -> str:
+    """C's `%{width}.{precision}f`, non-finite values included (`    -nan`)."""
+    return "%*.*f" % (width, precision, x) if math.isfinite(x) else "%*s" % (width, c_special(x))
+
+
 def mb_num(x: float, scientific: bool, precision: int) -> str:
     """MrBayes' MbPrintNum: `%.{p}e` or `%.{p}f` (C's nan/inf spelling)."""
     if not math.isfinite(x):
-        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+        return c_special(x)
     return "%.*e" % (precision, x) if scientific else "%.*f" % (precision, x)
 
 

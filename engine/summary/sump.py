@@ -7,7 +7,7 @@ import numpy as np
 
 from mbgpu.diagnostics import ess, mean_variance, psrf
 from mbgpu.errors import InputFileError, Location
-from mbgpu.summary.common import (Burnin, burnin_of, check_exists, emit, file_stem, mb_num,
+from mbgpu.summary.common import (Burnin, burnin_of, c_fixed, check_exists, emit, file_stem, mb_num,
                                    number_format, output_stem, run_files)
 from mbgpu.summary.pfile import read_pfile
 from mbgpu.summary.plots import overlay_plot, plot_header, single_plot
@@ -107,7 +107,7 @@ def _table_lines(headers, runs_by_col, hpd, sci, prec, nruns):
         line += "  %8.2f" % st["min_ess"] if ok else "       NA "
         row += "\t" + mb_num(st["min_ess"], sci, prec) if ok else "NA"
         if nruns > 1:
-            line += "  %8.2f" % st["avg_ess"] if ok else "       NA "
+            line += "  " + c_fixed(st["avg_ess"], 8, 2) if ok else "       NA "  # -nan: a run's ESS is 0/0
             row += "\t" + mb_num(st["avg_ess"], sci, prec) if ok else "NA"
             good = st["psrf"] == st["psrf"]
             line += "  %7.3f" % st["psrf"] if good else "     NA   "

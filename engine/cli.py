@@ -5,6 +5,7 @@ reaches the user as a traceback unless it is a bug.
 """
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -12,6 +13,8 @@ import sys
 from .errors import MbgpuError
 from .subcommands import SUBCOMMANDS
 from .version import __version__
+
+STORAGE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EIO, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 USAGE = """usage: mbgpu [-i] [--backend=auto|cpu|gpu] [FILE ...]
        mbgpu {align,ssv,potential} ...   (see mbgpu TOOL -h)
@@ -71,6 +74,20 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _closed_pipe()
+    except OSError as exc:
+        if exc.errno not in STORAGE_ERRNOS:
+            raise
+        return _storage_failure(exc)
+
+
+def _storage_failure(exc: OSError) -> int:
+    """A write the run's own files did not report (the screen redirected to a full disk, a log file):
+    one line and status 2, as for every error of the user's environment."""
+    from .output.write_failure import describe
+
+    what = "writing '%s'" % exc.filename if exc.filename else "a write"
+    print("mbgpu: error: %s failed: %s" % (what, describe(exc, exc.filename or ".")), file=sys.stderr)
+    return 2
 
 
 def _closed_pipe() -> int:

@@ -68,3 +68,8 @@ class DeviceError(MbgpuError):
 
 class NotImplementedYet(CommandError):
     """A recognised command or option whose implementation has not landed yet."""
+
+
+class OutputError(MbgpuError):
+    """An output file or prefix that cannot be used: in use by another run, or a write that failed (disk
+    full, quota, file size limit, I/O error). Located at the output file, not at the command."""

@@ -37,6 +37,7 @@ class Interpreter:
         self._translate: dict[str, str] = {}
         self._depth = 0
         self.current_file = ""
+        self.ask = None   # callable(question) -> bool in an interactive session (mbgpu.session); None: batch
 
     # -- files and text -------------------------------------------------------------------
     def run_file(self, path: str) -> None:

@@ -9,14 +9,18 @@ the FileSink are created and called here only, by the process that writes (seria
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
 from mbgpu.analysis import adopt_run_count, division_pattern_sets, output_stem, report_patterns, run_stamp
 from mbgpu.checkpoint.session import CheckpointSession
+from mbgpu.checkpoint.signals import exit_on_stop_signals
 from mbgpu.likelihood import select
+from mbgpu.output.lock import OutputLock
 from mbgpu.output.modelsummary import model_summary_lines, move_lines
+from mbgpu.output.overwrite import confirm_overwrite
+from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import free_parameters
 from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.move_table import build_moves
@@ -80,10 +84,15 @@ def placement(settings):
 
 
 def run_mcmc(interp) -> None:
-    """The `mcmc` command on the process that reads the commands: seeds and model summary, then the run."""
+    """The `mcmc` command on the process that reads the commands (serial, or MPI rank 0, the one that
+    writes): lock the output prefix, ask before overwriting (interactive only), seeds and model summary,
+    then the run. The lock is released however the run ends (a stop signal included)."""
     s, con = interp.settings, interp.console
-    ckp = begin(s, con)
-    drive(s, con, ckp, placement(s))
+    stem = output_stem(s)
+    with exit_on_stop_signals(), OutputLock.acquire(stem, con.print):
+        confirm_overwrite(s, stem, RunOptions.from_settings(s.mcmc).nruns, getattr(interp, "ask", None), con)
+        ckp = begin(s, con)
+        drive(s, con, ckp, placement(s))
 
 
 def begin(s, con) -> CheckpointSession:
@@ -117,7 +126,7 @@ def drive(s, con, ckp, place) -> None:
     with place.guard():
         mc3 = start(s, con, ckp, place, sets, opts)
         con.print("   Chain results (%d generations requested):" % opts.ngen)
-        with ckp.signals():
+        with ckp.signals(), reported_with_checkpoint(ckp):
             try:
                 mc3.run()
                 finish_checkpoint(place, ckp, mc3)
@@ -127,6 +136,15 @@ def drive(s, con, ckp, place) -> None:
             con.print(line)
     if place.writer:
         ckp.raise_if_stopped()
+
+
+@contextmanager
+def reported_with_checkpoint(ckp):
+    """A failed output or checkpoint write ends the run saying what the last checkpoint allows."""
+    try:
+        yield
+    except OutputWriteFailed as err:
+        raise err.after_checkpoint(ckp.last_generation(), ckp.path) from None
 
 
 def start(s, con, ckp, place, sets, opts):

@@ -75,6 +75,43 @@ def _line_reader(stdin):
     return read, save
 
 
+ASK_TRIES = 10
+
+
+def terminal_question(read, write):
+    """MrBayes' WantTo over `read()`/`write(text)`: `   QUESTION? (yes/no): ` until a yes or a no (ten tries);
+    no answer (end of input) counts as a no, with MrBayes' note."""
+    def ask(question: str) -> bool:
+        for _ in range(ASK_TRIES):
+            write("\n   %s? (yes/no): " % question)
+            answer = read()
+            if not answer:
+                write("   Failed to retrieve answer; will take that as a no\n")
+                return False
+            word = answer.strip().lower()
+            if word in ("yes", "y", "no", "n"):
+                return word.startswith("y")
+            write("   Enter yes or no\n")
+        return False
+    return ask
+
+
+def _ask_for(interactive: bool, stdin):
+    """Interpreter.ask: a question at the terminal in an interactive session whose input is a terminal;
+    None otherwise (batch files and piped input are never asked anything)."""
+    try:
+        tty = interactive and stdin is not None and stdin.isatty()
+    except (ValueError, OSError):        # a closed or detached stdin
+        tty = False
+    if not tty:
+        return None
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return terminal_question(stdin.readline, write)
+
+
 def prompt_loop(interp: Interpreter, stdin=None) -> int:
     """Read commands line by line until `quit` or end of input; errors stop only with quitonerror."""
     read, save = _line_reader(stdin or sys.stdin)
@@ -110,6 +147,7 @@ def run_cli(argv: list[str]) -> int:
     """`mbgpu [-i] [FILE ...]`: the exit status (0, or 2 after a user error)."""
     interactive, files, backend = _parse_args(argv)
     interp = Interpreter(Console())
+    interp.ask = _ask_for(interactive, sys.stdin)
     if backend is not None:
         _set_backend(interp, backend)
     try:

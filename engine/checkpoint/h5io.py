@@ -1,20 +1,23 @@
 """Writing and reading a checkpoint file: one HDF5 file, every value a dataset with a fletcher32
 checksum, the sha256 of the whole payload as a root attribute, written atomically.
 
-Atomic write: NAME.ckp.h5.tmp is written, flushed and fsynced; the current NAME.ckp.h5 becomes
-NAME.ckp.h5~ (hard link then rename, so NAME.ckp.h5 never disappears where links work); the temporary
-file replaces NAME.ckp.h5; the directory is fsynced. A crash at any moment leaves a complete checkpoint
+Atomic write: NAME.ckp.h5.tmp is written (the HDF5 file built in memory, then written with os.write, so
+a failed write is an OutputWriteFailed, never a crash in HDF5) and fsynced; the current NAME.ckp.h5
+becomes NAME.ckp.h5~ (hard link then rename, so NAME.ckp.h5 never disappears where links work); the
+temporary file replaces NAME.ckp.h5; the directory is fsynced. A crash at any moment leaves a complete checkpoint
 at NAME.ckp.h5 or, between two renames on file systems without hard links, at NAME.ckp.h5~.
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 
 import numpy as np
 
 from mbgpu.checkpoint.errors import CheckpointCorrupt
 from mbgpu.checkpoint.schema import FORMAT, PREVIOUS, SCHEMA_VERSION, TEMPORARY
+from mbgpu.output.write_failure import OutputWriteFailed, write_all
 
 TEXT = "text"
 
@@ -68,11 +71,36 @@ def _dataset(f, groups: dict, key: str, value) -> None:
         h5py.Dataset(dsid).attrs[TEXT] = 1
 
 
-def write_file(path: str, payload: dict, summary: dict) -> None:
-    """Write `payload` to `path` (no renaming), fsynced; `summary` attributes are for people (h5dump)."""
+def write_file(path: str, payload: dict, summary: dict, shown: str | None = None) -> None:
+    """Write `payload` to `path` (no renaming), fsynced; `summary` attributes are for people (h5dump);
+    `shown`: the name an error gives (the checkpoint, for its temporary file).
+
+    The HDF5 file is built in memory (about the payload's size again, for a moment) and written with plain
+    os.write calls: HDF5 itself never writes to disk, so a full disk, a quota or `ulimit -f` is one
+    OutputWriteFailed (the partial file removed) rather than an HDF5 file left half-closed, which
+    crashed the interpreter at exit."""
+    image = file_image(payload, summary)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    except OSError as exc:
+        raise OutputWriteFailed(shown or path, "the checkpoint", exc, len(image)) from None
+    try:
+        write_all(fd, image)
+        os.fsync(fd)
+    except OSError as exc:
+        _discard(path)
+        raise OutputWriteFailed(shown or path, "the checkpoint", exc, len(image)) from None
+    finally:
+        os.close(fd)
+
+
+def file_image(payload: dict, summary: dict) -> memoryview:
+    """The bytes of the HDF5 checkpoint file of `payload`, built in memory (h5py over a BytesIO: one copy
+    of the payload, no second one to hand it over)."""
     import h5py
 
-    with h5py.File(path, "w", libver=("v110", "latest")) as f:
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w", libver=("v110", "latest")) as f:
         f.attrs["format"] = FORMAT
         f.attrs["schema_version"] = SCHEMA_VERSION
         f.attrs["payload_sha256"] = payload_digest(payload)
@@ -81,18 +109,22 @@ def write_file(path: str, payload: dict, summary: dict) -> None:
         groups: dict = {}
         for key in sorted(payload):
             _dataset(f, groups, key, payload[key])
-        f.flush()
-    fd = os.open(path, os.O_RDONLY)
+    return buffer.getbuffer()
+
+
+def _discard(path: str) -> None:
+    """Remove a partly written file (a failed removal leaves a .tmp file that nothing reads)."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        os.remove(path)
+    except OSError:
+        pass
 
 
 def write_atomic(path: str, payload: dict, summary: dict) -> None:
-    """Write the checkpoint `path`, keeping the previous one as `path~` (see the module docstring)."""
+    """Write the checkpoint `path`, keeping the previous one as `path~` (see the module docstring). A failed
+    write (OutputWriteFailed) leaves the previous checkpoints as they were."""
     tmp, prev = path + TEMPORARY, path + PREVIOUS
-    write_file(tmp, payload, summary)
+    write_file(tmp, payload, summary, shown=path)
     if os.path.exists(path):
         try:
             os.link(path, prev + TEMPORARY)

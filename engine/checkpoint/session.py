@@ -114,10 +114,32 @@ class CheckpointSession:
             return False
         for out, offset in self.plan:
             if offset >= 0:
+                self._note_partial_line(out, offset)
                 os.truncate(out, offset)
             elif os.path.exists(out):
                 os.remove(out)
         return True
+
+    def _note_partial_line(self, out: str, offset: int) -> None:
+        """One line on the screen when `out` ends in a partial line (a write cut short by a full disk or a
+        kill) that the truncation to the checkpoint's offset removes."""
+        size = os.path.getsize(out)
+        if size <= offset:
+            return
+        with open(out, "rb") as fh:
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+        self.console.print("%sNote: '%s' ended in a partial line (%d bytes after the checkpoint); it is cut back "
+                           "to the checkpoint's last whole line" % (IND, out, size - offset))
+
+    def last_generation(self) -> int | None:
+        """The generation of the newest checkpoint on disk for this run (None: none written or read)."""
+        if self.last_written is not None:
+            return int(self.last_written)
+        if self.payload is not None:
+            return int(self.payload["mc3/generation"][0])
+        return None
 
     def attach(self, mc3, sink) -> None:
         self.mc3, self.sink = mc3, sink

@@ -52,3 +52,25 @@ def stop_on_signals(flag: StopFlag):
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+@contextmanager
+def exit_on_stop_signals():
+    """Around a whole `mcmc` command: SIGTERM or SIGUSR1 outside the run loop (while the chains are built
+    or compiled) raise RunStopped instead of killing the process, so `finally` blocks still run (the
+    output lock is removed). SIGINT already raises KeyboardInterrupt. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):  # noqa: ARG001 (signal handler signature)
+        raise RunStopped(signum)
+
+    old = {s: signal.getsignal(s) for s in STOP_SIGNALS if s != signal.SIGINT}
+    for s in old:
+        signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

@@ -5,21 +5,21 @@ from __future__ import annotations
 import math
 import os
 
-from mbgpu.errors import InputFileError, ModelError
+from mbgpu.errors import ModelError
+from mbgpu.output.linefile import LineFile
 from mbgpu.output.mcmcfile import McmcFileWriter
 from mbgpu.output.pfile import PFileWriter
 from mbgpu.output.tfile import TFileWriter, newick_of
 from mbgpu.output.paramnames import pfile_columns
+from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import parameter_values
 from mbgpu.sampler.screen import IND
 from mbgpu.splits import SplitCounter
 
 
-def _open(path: str, mode: str = "w"):
-    try:
-        return open(path, mode, encoding="ascii")
-    except OSError as exc:
-        raise InputFileError("cannot write '%s': %s" % (path, exc.strerror)) from None
+def _open(path: str, what: str, mode: str = "w") -> LineFile:
+    """`path` for writing whole lines (mode "w") or appending them ("a"); `what` names it in errors."""
+    return LineFile(path, what, append=mode == "a")
 
 
 def output_paths(stem: str, nruns: int) -> list[str]:
@@ -47,7 +47,8 @@ class FileSink:
         mode, head = ("a", False) if append else ("w", True)
         self.files, self.p, self.t = [], [], []
         for r, (pp, tp) in enumerate(self.paths):
-            pf, tf = _open(pp, mode), _open(tp, mode)
+            pf = _open(pp, "the parameter samples of run %d" % (r + 1), mode)
+            tf = _open(tp, "the tree samples of run %d" % (r + 1), mode)
             self.files += [pf, tf]
             self.p.append(PFileWriter(pf, run_ids[r], cols, scientific=self.sci, precision=self.prec, header=head))
             self.t.append(TFileWriter(tf, run_ids[r], settings.matrix.taxa, header=head))
@@ -89,7 +90,7 @@ class FileSink:
         return stat
 
     def _open_mcmc(self, mc3, mode: str) -> None:
-        fh = _open(self.mcmc_path, mode)
+        fh = _open(self.mcmc_path, "the move acceptance rates", mode)
         self.files.append(fh)
         moves = [mc3.cold(r).moves for r in range(self.opts.nruns)] if mc3 is not None else None
         self.mcmc = McmcFileWriter(fh, self.run_id, moves, self.opts.nchains, self.opts.nruns > 1, header=mode == "w",
@@ -99,13 +100,28 @@ class FileSink:
         """Flush and fsync every output file; {path: bytes written} (-1: not created yet)."""
         sizes = {}
         for fh in self.files:
-            fh.flush()
-            os.fsync(fh.fileno())
-            sizes[fh.name] = os.fstat(fh.fileno()).st_size
+            fh.sync()
+            sizes[fh.name] = fh.size
         return {p: sizes.get(p, -1) for pair in self.paths for p in pair} | {self.mcmc_path: sizes.get(self.mcmc_path, -1)}
 
     def close(self) -> None:
-        for t in self.t:
-            t.close()
-        for fh in self.files:
+        """Write each .t file's `end;` and close every file; after a failed write only close them (the
+        failure is the error the run reports; a continuation truncates to the checkpoint anyway)."""
+        try:
+            if not any(fh.failed for fh in self.files):
+                for t in self.t:
+                    t.close()
+        finally:
+            _close_all(self.files)
+
+
+def _close_all(files: list[LineFile]) -> None:
+    """Close every file, then raise the first write failure their last flushes met."""
+    failures = []
+    for fh in files:
+        try:
             fh.close()
+        except OutputWriteFailed as err:
+            failures.append(err)
+    if failures:
+        raise failures[0]

@@ -35,6 +35,7 @@ EVIDENCE = {
     ("set", "Dir"): "test_commands/test_command_table.py::test_set_dir_puts_output_there",  # (B)
     ("set", "Partition"): _PARTS,
     ("set", "Quitonerror"): "test_cli.py::test_interactive_quitonerror_stops",
+    ("set", "Nowarnings"): "test_output/test_overwrite.py::test_no_keeps_the_earlier_files",  # (B)
     ("set", "Scientific"): _ORACLE_LNL, ("set", "Precision"): _ORACLE_LNL,
     ("set", "Usebeagle"): "test_cuda/test_select.py::test_decision_table",
     ("set", "Beagledevice"): "test_cuda/test_select.py::test_decision_table",
@@ -80,14 +81,13 @@ for _key in [k for k in EVIDENCE if k[0] == "mcmc"]:
     EVIDENCE[("mcmcp", _key[1])] = EVIDENCE[_key]
 
 # Options that do not change an analysis in MrBayes either: BEAGLE's resource and threading choices, and
-# the questions MrBayes asks at an interactive prompt (mbgpu asks none: it behaves as `mb FILE` does).
+# the questions MrBayes asks at an interactive prompt that mbgpu does not ask (it behaves as `mb FILE` does).
 INERT = {
     ("set", "Beagleresource"): "BEAGLE resource number: which device, not what is computed",
     ("set", "Beaglesse"): "BEAGLE's SSE switch: speed only", ("set", "Beaglethreads"): "BEAGLE threading: speed only",
     ("set", "Beaglethreadcount"): "BEAGLE threading: speed only",
     ("set", "Beaglefloattips"): "BEAGLE's tip storage: speed only",
     ("set", "Autoclose"): "interactive question after mcmc; `mb FILE` never asks, nor does mbgpu",
-    ("set", "Nowarnings"): "interactive question before overwriting; `mb FILE` never asks, nor does mbgpu",
     ("set", "Autoreplace"): "interactive question before overwriting; `mb FILE` never asks, nor does mbgpu",
 }
 

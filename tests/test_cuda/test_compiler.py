@@ -19,4 +19,18 @@ def test_numba_cache_comes_from_the_same_place(monkeypatch, tmp_path):
     monkeypatch.setattr(numba.config, "CACHE_DIR", "")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     mbgpu.jit._cache_in_user_folder()
-    assert numba.config.CACHE_DIR == str(tmp_path / "mbgpu" / "numba")
+    assert numba.config.CACHE_DIR == str(tmp_path / "mbgpu" / "numba" / mbgpu.jit.source_key())
+
+
+def test_numba_cache_folder_changes_with_any_source_file(tmp_path):
+    """numba checks only a function's own file, so a changed callee module must change the folder."""
+    (tmp_path / "core").mkdir()
+    mod = tmp_path / "core" / "callee.py"
+    mod.write_text("X = 1\n")
+    (tmp_path / "notes.txt").write_text("not source")
+    first = mbgpu.jit.source_key(str(tmp_path))
+    assert mbgpu.jit.source_key(str(tmp_path)) == first
+    (tmp_path / "notes.txt").write_text("still not source")
+    assert mbgpu.jit.source_key(str(tmp_path)) == first
+    mod.write_text("X = 22\n")
+    assert mbgpu.jit.source_key(str(tmp_path)) != first

@@ -99,7 +99,8 @@ def dirichlet_move(s, x, alpha, scale):
 def simplex_slider(s, x, delta, scale):
     """Slider on the simplex: w = scale x / sum; a uniformly drawn ordered pair (i, j) of distinct
     components keeps its sum t while w_i / t moves by delta (u - 1/2), reflected into
-    [MIN_SIMPLEX / t, 1 - MIN_SIMPLEX / t]; symmetric (log Hastings 0). x <- w' / scale."""
+    [MIN_SIMPLEX / t, 1 - MIN_SIMPLEX / t]; symmetric (log Hastings 0). x <- w' / scale. Aborted (-inf)
+    when t < 2 MIN_SIMPLEX (only a start value below MIN_SIMPLEX allows it)."""
     k = x.shape[0]
     total = 0.0
     for m in range(k):
@@ -111,6 +112,8 @@ def simplex_slider(s, x, delta, scale):
     wi = x[i] * scale[i] / total
     wj = x[j] * scale[j] / total
     t = wi + wj
+    if not t >= 2.0 * MIN_SIMPLEX:       # no share keeps both at MIN_SIMPLEX (a start value below it)
+        return -math.inf
     lo = MIN_SIMPLEX / t
     share = reflect(wi / t + delta * (uniform(s) - 0.5), lo, 1.0 - lo)
     for m in range(k):

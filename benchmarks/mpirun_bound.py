@@ -1,0 +1,108 @@
+"""All cores: mbgpu's speed-up from threads against the most MrBayes can get from `mpirun` on the same
+cores, for a MrBayes built without MPI (../shared/peers has no MPI build).
+
+    python3 benchmarks/mpirun_bound.py --data primates --cores 2 --ngen 4000 20000 --rounds 3 \
+        --peers-dir ../shared/peers
+
+MrBayes' MPI version gives each rank whole chains; with nruns=2 nchains=4 on P ranks each rank steps
+8/P chains and the ranks exchange swap messages every generation. Its speed-up is therefore at most
+that of P independent MrBayes processes run at the same time, each with 8/P of the chains and no
+messages (nruns=2/P or nchains=4/(P/2)): the bound printed here. mbgpu runs the whole analysis in one
+process on 1 and on --cores numba threads. Rates are (long - short generations) / (long - short wall
+seconds), so start-up cancels; rounds alternate the order. MrBayes runs BEAGLE's CPU plugin in double
+precision on one thread (the best one-process MrBayes on primates and DNA 50x2k, docs/performance.md).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import peers  # noqa: E402
+
+MB_SET = "set usebeagle=yes beagledevice=cpu beagleprecision=double beagleresource=0 beaglethreads=no;"
+
+
+def nexus(data: dict, folder: str, tag: str, ngen: int, nruns: int, nchains: int, mb: bool) -> str:
+    """A NEXUS file running `data` for ngen generations with nruns x nchains."""
+    path = os.path.join(folder, "%s-%d.nex" % (tag, ngen))
+    with open(path, "w") as f:
+        f.write("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes seed=5 swapseed=5;\n%s\nexecute %s;\n"
+                "%s %s\nmcmc ngen=%d nchains=%d nruns=%d samplefreq=500 printfreq=1000 diagnfreq=5000 "
+                "filename=%s-%d;\nend;\n" % (MB_SET if mb else "", data["path"], data["lset"], data["prset"],
+                                              ngen, nchains, nruns, tag, ngen))
+    return path
+
+
+def wall(commands: list[list[str]], env: dict, folder: str) -> float:
+    """Seconds until every command (started together) has finished."""
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen(c, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for c in commands]
+    for p, c in zip(procs, commands):
+        if p.wait() != 0:
+            raise RuntimeError("%s failed (exit %d)" % (" ".join(c), p.returncode))
+    return time.perf_counter() - t0
+
+
+def rate(make, ngens: tuple[int, int]) -> float:
+    """Generations of the whole 8-chain analysis per second from a short and a long run."""
+    short, long_ = (make(n) for n in ngens)
+    return (ngens[1] - ngens[0]) / (long_ - short)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="primates", choices=sorted(peers.DATASETS))
+    ap.add_argument("--cores", type=int, default=os.cpu_count(), choices=(2, 4, 8))
+    ap.add_argument("--ngen", type=int, nargs=2, default=(4000, 20000), metavar=("SHORT", "LONG"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--peers-dir", default=os.path.join(peers.REPO, "..", "shared", "peers"))
+    args = ap.parse_args()
+    mb = os.path.join(os.path.abspath(args.peers_dir), "bin", "mb")
+    p = args.cores
+    nruns, nchains = (1, 4) if p == 2 else (1, 8 // p)
+    with tempfile.TemporaryDirectory(prefix="mbgpu-mpibound-") as folder:
+        data = peers.prepare_data(args.data, os.path.join(folder, "data"))
+        env = dict(os.environ)
+
+        def threads(n):
+            e = dict(env, NUMBA_NUM_THREADS=str(n), OMP_NUM_THREADS=str(n))
+            return lambda g: wall([[sys.executable, "-m", "mbgpu", "--backend=cpu",
+                                    nexus(data, folder, "t%d" % n, g, 2, 4, False)]], e, folder)
+
+        def mb_one(g):
+            return wall([[mb, nexus(data, folder, "mb1", g, 2, 4, True)]], env, folder)
+
+        def mb_split(g):
+            return wall([[mb, nexus(data, folder, "mbp%d" % i, g, nruns, nchains, True)] for i in range(p)],
+                        env, folder)
+
+        cases = {"mbgpu 1 thread": threads(1), "mbgpu %d threads" % p: threads(p),
+                 "MrBayes 1 process": mb_one, "MrBayes %d processes (mpirun bound)" % p: mb_split}
+        got = {k: [] for k in cases}
+        rate(threads(p), (100, 200))                      # warm numba's cache
+        for r in range(args.rounds):
+            for name in (list(cases) if r % 2 == 0 else list(reversed(cases))):
+                got[name].append(rate(cases[name], tuple(args.ngen)))
+                print("round %d %-36s %8.1f gen/s" % (r + 1, name, got[name][-1]), file=sys.stderr, flush=True)
+    med = {k: statistics.median(v) for k, v in got.items()}
+    names = list(cases)
+    print("\n| %s, %d cores | gen/s (median of %d) | speed-up |" % (args.data, p, args.rounds))
+    print("|---|---:|---:|")
+    for name in names:
+        base = med[names[0]] if name.startswith("mbgpu") else med[names[2]]
+        print("| %s | %.0f | %.2fx |" % (name, med[name], med[name] / base))
+    print("\nmbgpu on %d threads / MrBayes' mpirun bound on %d processes: %.2fx"
+          % (p, p, med[names[1]] / med[names[3]]))
+
+
+if __name__ == "__main__":
+    main()

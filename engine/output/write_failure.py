@@ -70,3 +70,26 @@ def write_all(fd: int, data: bytes) -> None:
     while view:
         n = os.write(fd, view)
         view = view[n:]
+
+
+def write_text_whole(path: str, text: str, what: str) -> None:
+    """Write `text` to `path` through `path.tmp` and a rename, so a failed write (OutputWriteFailed) leaves
+    the file as it was and no partial copy (sump's and sumt's summary files)."""
+    data = text.encode("utf-8")
+    tmp = path + ".tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    except OSError as exc:
+        raise OutputWriteFailed(path, what, exc, len(data)) from None
+    try:
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise OutputWriteFailed(path, what, exc, len(data)) from None

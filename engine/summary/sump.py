@@ -7,6 +7,7 @@ import numpy as np
 
 from mbgpu.diagnostics import ess, mean_variance, psrf
 from mbgpu.errors import InputFileError, Location
+from mbgpu.output.write_failure import write_text_whole
 from mbgpu.summary.common import (Burnin, burnin_of, c_fixed, check_exists, emit, file_stem, mb_num,
                                    number_format, output_stem, run_files)
 from mbgpu.summary.pfile import read_pfile
@@ -224,8 +225,4 @@ def run_sump(settings, console) -> dict:
 
 
 def _write(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise InputFileError("cannot write summary file: %s" % exc.strerror, Location(path)) from None
+    write_text_whole(path, text, "the summary file")

@@ -15,6 +15,7 @@ import numpy as np
 from mbgpu.diagnostics import mean_variance, psrf
 from mbgpu.errors import InputFileError, Location
 from mbgpu.output.tfile import read_tfile
+from mbgpu.output.write_failure import write_text_whole
 from mbgpu.summary.common import (burnin_of, check_exists, emit, file_stem, mb_num, number_format,
                                    output_stem, run_files)
 from mbgpu.summary.sump import hpd_median
@@ -243,12 +244,8 @@ def run_sumt(settings, console) -> dict:
                 asdsf=avg_sd, msdsf=max_sd)
 
 
-def _write(path, text):
-    try:
-        with open(path, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise InputFileError("cannot write summary file: %s" % exc.strerror, Location(path)) from None
+def _write(path: str, text: str) -> None:
+    write_text_whole(path, text, "the summary file")
 
 
 def _intro(stem, nruns, burnin, out, files, sampled, per_run, minpart, taxa):

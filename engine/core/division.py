@@ -373,7 +373,17 @@ def evaluate_serial(todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot
                     evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x,
                     matrices, scale, scaled, weights, compat, lnl_p, marks, orders, works, sites, invs, inv_of):
     """evaluate_chain for every chain with todo != 0, in turn."""
-    for c in range(todo.shape[0]):
+    evaluate_range(0, todo.shape[0], todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p,
+                   n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x, matrices, scale,
+                   scaled, weights, compat, lnl_p, marks, orders, works, sites, invs, inv_of)
+
+
+@numba.njit(**JIT_OPTIONS)
+def evaluate_range(c0, c1, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips,
+                   evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x,
+                   matrices, scale, scaled, weights, compat, lnl_p, marks, orders, works, sites, invs, inv_of):
+    """evaluate_chain for the chains c0 <= c < c1 with todo != 0, in turn (other chains are not read)."""
+    for c in range(c0, c1):
         if todo[c] != 0:
             evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p,
                            n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x,

@@ -26,10 +26,10 @@ class Chain:
         self.lnl, self.lnpr = lnl, lnpr
 
 
-def _run(folder, monkeypatch, blocks: bool, text=BLOCK):
-    """Run `text` in `folder` on one numba thread, in compiled blocks or not; the screen (times blanked)
-    and the generations run in blocks. (Blocks are sized by time; a first block that compiles is slow,
-    the next ones are not.)"""
+def _run(folder, monkeypatch, blocks: bool, text=BLOCK, threads=1):
+    """Run `text` in `folder` on `threads` numba threads, in compiled blocks or not; the screen (times
+    blanked) and the generations run in blocks. (Blocks are sized by time; a first block that compiles
+    is slow, the next ones are not.)"""
     folder.mkdir(exist_ok=True)
     monkeypatch.chdir(folder)
     (folder / "run.nex").write_text(text)
@@ -43,7 +43,7 @@ def _run(folder, monkeypatch, blocks: bool, text=BLOCK):
 
     monkeypatch.setattr(block.BlockRunner, "run", counted)
     before = numba.get_num_threads()
-    numba.set_num_threads(1)
+    numba.set_num_threads(threads)
     out = io.StringIO()
     try:
         Interpreter(Console(out)).run_file(str(folder / "run.nex"))
@@ -65,6 +65,23 @@ def test_blocks_write_the_files_and_screen_of_single_generations(tmp_path, monke
     assert n == 0
     _same_files(tmp_path / "blocks", tmp_path / "single")
     assert screen == single
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.parametrize("nruns", [2, 3])
+def test_runs_on_threads_write_the_files_of_one_thread(tmp_path, monkeypatch, nruns):
+    """Two threads share the runs (3 runs: one thread takes two): same files and screen as one thread,
+    and as single generations."""
+    text = BLOCK.replace("nruns=2", "nruns=%d" % nruns)
+    names = FILES + (("r.run3.p", "r.run3.t") if nruns == 3 else ())
+    one, n1 = _run(tmp_path / "one", monkeypatch, True, text)
+    two, n2 = _run(tmp_path / "two", monkeypatch, True, text, threads=2)
+    single, _ = _run(tmp_path / "single", monkeypatch, False, text, threads=2)
+    assert n1 > 250 and n2 > 250
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "single" / name).read_bytes(), name
+    assert one == two == single
 
 
 def test_a_run_in_blocks_continued_from_its_checkpoint_is_byte_identical(tmp_path, monkeypatch):
@@ -91,16 +108,19 @@ def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, 
         to_host.append(nf)
         return nf
 
-    def run(folder, blocks):
+    def run(folder, blocks, threads=1):
         monkeypatch.setattr(stepper, "model_proposal", lambda *a: real_proposal(*a) and False)
         monkeypatch.setattr(block, "_plan", plan_on_host)
         monkeypatch.setattr(block, "run_block", block.run_block.py_func)     # so that it calls plan_on_host
-        return _run(folder, monkeypatch, blocks, BLOCK.replace("ngen=300", "ngen=120"))
+        return _run(folder, monkeypatch, blocks, BLOCK.replace("ngen=300", "ngen=120"), threads)
 
     _, n = run(tmp_path / "blocks", True)
     assert n > 100 and sum(x > 0 for x in to_host) > 20      # most in blocks, many stopped for the host
     run(tmp_path / "single", False)
     _same_files(tmp_path / "blocks", tmp_path / "single")
+    if numba.config.NUMBA_NUM_THREADS > 1:                    # each thread's runs stop for the host alone
+        run(tmp_path / "threads", True, 2)
+        _same_files(tmp_path / "threads", tmp_path / "single")
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -114,7 +134,9 @@ def test_compiled_swaps_are_the_loops_swaps(seed):
     arr = np.array(ranks, dtype=np.int64)
     tried, acc = np.zeros((nruns, n, n), dtype=np.int64), np.zeros((nruns, n, n), dtype=np.int64)
     for _ in range(4):
-        block.swap_heats(a, arr, temp, nswaps, tried, acc, lnl, lnpr)
+        d = a.random(3 * nswaps * nruns)                    # one generation's draws; each run on its own
+        block.swap_heats(d, arr, temp, nswaps, tried, acc, lnl, lnpr, 1, 2)
+        block.swap_heats(d, arr, temp, nswaps, tried, acc, lnl, lnpr, 0, 1)
         draws = b.random(3 * nswaps * nruns).tolist()
         for r in range(nruns):
             chains = [Chain(lnl[r * n + p], lnpr[r * n + p]) for p in range(n)]

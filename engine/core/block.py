@@ -18,7 +18,7 @@ import numpy as np
 
 from mbgpu.core.division import DivisionArrays, evaluate_range, keep_division
 from mbgpu.core.models import model_proposal, param_log_prior
-from mbgpu.core.step import decide_all, propose_all
+from mbgpu.core.step import decide_all, propose_chain
 from mbgpu.jit import JIT_OPTIONS
 
 DONE, BAD_LNL, HOST_MODEL = 0, 1, 2     # how a block ended
@@ -61,49 +61,78 @@ def _heats(ranks, temp, heats, r0, r1):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _plan(theta_p, by_param, moved, off, n_param, pri, sm, rows, touch, new_q, pterm_new, todo, failed):
-    """The new models and prior terms of the chains whose parameter proposal is live (CoreStepper._plan
-    for one pattern set); the chains whose model the core cannot compute go to `failed`; their count."""
+def _plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo):
+    """Chain c's live parameter proposal: its prior term and, where the move changes pattern set 0's
+    model, that model (CoreStepper._plan for one pattern set). False: the core cannot compute it (the
+    host builds it)."""
     kind, args, alphas, weights = pri
     desc, fixed, s0, pi0 = sm
-    nf = 0
-    for i in range(n_param):
-        c = by_param[i]
-        k = moved[c]
-        pterm_new[c] = param_log_prior(kind[k], args[k], alphas[k], weights[k], theta_p[c, off[k]:off[k + 1]])
-        if touch[k]:
-            if not model_proposal(theta_p[c], desc, fixed, s0, pi0, *rows, c, new_q[k]):
-                failed[nf] = c
-                nf += 1
-            todo[0, c] = 2
-    return nf
+    k = moved[c]
+    pterm_new[c] = param_log_prior(kind[k], args[k], alphas[k], weights[k], theta_p[c, off[k]:off[k + 1]])
+    if not touch[k]:
+        return True
+    todo[0, c] = 2
+    return model_proposal(theta_p[c], desc, fixed, s0, pi0, *rows, c, new_q[k])
 
 
 @numba.njit(**JIT_OPTIONS)
-def run_block(n_gen, first_gen, swapfreq, c0, c1, r0, r1, row0, draws, prop_args, plan_args, eval_args, dec_args,
-              keep_rows, swap_args, shared, failed):
-    """Generations first_gen .. first_gen + n_gen - 1 of chains c0..c1-1 (runs r0..r1-1), heat swaps
-    after those that are multiples of swapfreq (generation g's swap draws: row g // swapfreq - row0).
-    Returns (status, generations completed, chains in `failed`): DONE; BAD_LNL (`failed[0]`'s
-    proposal gave a NaN or +inf lnL; that generation undecided); HOST_MODEL (the generation after those
-    completed has proposed and planned, but the chains in `failed` need their model from the host
-    before it is evaluated and decided). Reads and writes only these chains' and runs' rows."""
-    rng, rng_out, todo, by_param, moved, off, theta_p, pterm_new, heats, accepted = shared
+def _chain_generation(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows, shared):
+    """One generation of chain c (propose, plan, evaluate, decide, keep): DONE, BAD_LNL (its proposal's
+    lnL is NaN or +inf; undecided) or HOST_MODEL (proposed and planned; its model must come from the
+    host). Reads and writes only chain c's rows, so chains may run on threads."""
+    rng, rng_out, todo, moved, off, theta_p, pterm_new, accepted, log_h = shared
+    todo[:, c] = 0
+    propose_chain(c, *head, pars, *tail)
+    if moved[c] >= 0 and log_h[c] != -math.inf:
+        if not _plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo):
+            return HOST_MODEL
+    evaluate_range(c, c + 1, todo[0], *eval_args)
+    if decide_all(*dec_args, c, c + 1) >= 0:
+        return BAD_LNL
+    keep_division(c, c + 1, todo[0], accepted, *keep_rows)
+    rng_out[c] = rng[c]
+    return DONE
+
+
+@numba.njit(parallel=True, **JIT_OPTIONS)
+def _chains_parallel(c0, c1, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows, shared,
+                     status):
+    """_chain_generation for chains c0..c1-1 on numba's threads (every argument a flat tuple: numba's
+    parallel loops take no nested ones)."""
+    for i in numba.prange(c1 - c0):
+        status[i] = _chain_generation(c0 + i, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args,
+                                      keep_rows, shared)
+
+
+@numba.njit(**JIT_OPTIONS)
+def run_block(n_gen, first_gen, swapfreq, c0, c1, r0, r1, row0, draws, threads, head, pars, tail, pri, sm, rows,
+              touch, new_q, eval_args, dec_args, keep_rows, swap_args, shared, heats, status, failed):
+    """Generations first_gen .. first_gen + n_gen - 1 of chains c0..c1-1 (runs r0..r1-1; on `threads`
+    of numba's threads when more than one), heat swaps after those that are multiples of swapfreq
+    (generation g's swap draws: row g // swapfreq - row0). Returns (status, generations completed,
+    chains in `failed`): DONE; BAD_LNL (`failed[0]`'s proposal gave a NaN or +inf lnL); HOST_MODEL
+    (in the generation after those completed, the chains in `failed` have proposed and planned but
+    need their model from the host; the others have finished it). Only these chains' and runs' rows
+    are read and written."""
     ranks, temp, nswaps, tried, sw_acc, lnl, lnpr = swap_args
     for g in range(n_gen):
-        n_param = propose_all(*prop_args, c0, c1)
+        if threads > 1:
+            _chains_parallel(c0, c1, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
+                             shared, status)
+        else:
+            for c in range(c0, c1):
+                status[c - c0] = _chain_generation(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args,
+                                                   dec_args, keep_rows, shared)
         nf = 0
-        if n_param:
-            nf = _plan(theta_p, by_param, moved, off, n_param, *plan_args, pterm_new, todo, failed)
+        for i in range(c1 - c0):
+            if status[i] == BAD_LNL:
+                failed[0] = c0 + i
+                return BAD_LNL, g, 1
+            if status[i] == HOST_MODEL:
+                failed[nf] = c0 + i
+                nf += 1
         if nf:
             return HOST_MODEL, g, nf
-        evaluate_range(c0, c1, todo[0], *eval_args)
-        bad = decide_all(*dec_args, c0, c1)
-        if bad >= 0:
-            failed[0] = bad
-            return BAD_LNL, g, 1
-        keep_division(c0, c1, todo[0], accepted, *keep_rows)
-        rng_out[c0:c1] = rng[c0:c1]
         gen = first_gen + g
         if gen % swapfreq == 0 and ranks.shape[1] > 1:
             swap_heats(draws[gen // swapfreq - row0], ranks, temp, nswaps, tried, sw_acc, lnl, lnpr, r0, r1)
@@ -112,40 +141,56 @@ def run_block(n_gen, first_gen, swapfreq, c0, c1, r0, r1, row0, draws, prop_args
 
 
 class _Share:
-    """One thread's share of a block: runs r0..r1-1, i.e. chains c0..c1-1, with its own list rows
-    (`by_param`, `failed`) and ParsSPR on one thread (its numba threads would contend with the others)."""
+    """One Python thread's share of a block: runs r0..r1-1, i.e. chains c0..c1-1, on `threads` of
+    numba's threads (its chains in parallel each generation), with its own status and failure lists
+    and ParsSPR's Fitch pass on one thread (the chains are what runs in parallel)."""
 
-    def __init__(self, core, r0: int, r1: int, nchains: int):
+    def __init__(self, core, r0: int, r1: int, nchains: int, threads: int):
         self.r0, self.r1, self.c0, self.c1 = r0, r1, r0 * nchains, r1 * nchains
-        t, mv = core.trees, core.moves
-        self.by_param = core.by_param[self.c0:self.c1]
+        self.threads = max(1, min(threads, self.c1 - self.c0))
+        self.status = np.zeros(self.c1 - self.c0, dtype=np.int64)
         self.failed = np.zeros(self.c1 - self.c0, dtype=np.int64)
-        pars = core.pars[:-1] + (np.ones(1, dtype=np.uint64),)
-        self.prop = (core.rng, t.parent, t.kids, t.brlen, core.theta, t.parent_p, t.kids_p, t.brlen_p, core.theta_p,
-                     mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning, core.layout.off, core.n_tips,
-                     core.lo, core.hi, core.anchor, pars, core.move_of, core.log_h, core.moved, core.todo,
-                     self.by_param)
+        self.pars = core.pars[:-1] + (np.ones(1, dtype=np.uint64),)
+
+
+def share_out(threads: int, nruns: int, nested: bool) -> list[tuple[int, int, int]]:
+    """(first run, end run, numba threads) of each Python thread: the runs split over up to `threads`
+    Python threads and the threads left over to their chains; without `nested` parallel regions
+    (numba's workqueue layer cannot run two at once), one numba thread each when there are several."""
+    k = max(1, min(threads, nruns))
+    out = []
+    for i in range(k):
+        t = threads // k + (1 if i < threads % k else 0)
+        out.append((nruns * i // k, nruns * (i + 1) // k, t if (nested or k == 1) else 1))
+    return out
 
 
 class BlockRunner:
     """Runs an MC3's generations in compiled blocks when its chains' core allows (`for_mc3`): the runs
-    split over up to numba's thread count of Python threads (compiled code releases the GIL). Runs meet
-    only in the swap stream, whose draws for the block are taken beforehand in the loop's order, so the
-    files do not depend on the thread count."""
+    split over up to numba's thread count of Python threads (compiled code releases the GIL), the
+    threads left over running a share's chains in parallel. Runs meet only in the swap stream, whose
+    draws for the block are taken beforehand in the loop's order, so the files do not depend on the
+    thread count."""
 
     def __init__(self, core, nruns: int, nchains: int):
         self.core = core
-        d, pt, sm = core.divisions[0], core.priors, core.set_models[0]
-        rows = (d.evals, d.evecs, d.einv, d.crates, d.cweights, d.freqs, d.pinvar, d.mult)
-        self.plan = ((pt.kind, pt.args, pt.alphas, pt.weights), (sm.desc, sm.fixed, sm.s0, sm.pi0), rows,
+        d, pt, sm, t, mv = core.divisions[0], core.priors, core.set_models[0], core.trees, core.moves
+        self.rows = (d.evals, d.evecs, d.einv, d.crates, d.cweights, d.freqs, d.pinvar, d.mult)
+        self.plan = ((pt.kind, pt.args, pt.alphas, pt.weights), (sm.desc, sm.fixed, sm.s0, sm.pi0), self.rows,
                      np.array([bool(j) for j in core.touches], dtype=np.bool_), np.array(core.new_q, dtype=np.bool_))
-        t = core.trees
+        self.head = (core.rng, t.parent, t.kids, t.brlen, core.theta, t.parent_p, t.kids_p, t.brlen_p, core.theta_p,
+                     mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning, core.layout.off, core.n_tips,
+                     core.lo, core.hi, core.anchor)
+        self.tail = (core.move_of, core.log_h, core.moved, core.todo)
         self.eval = (t.parent_p, t.kids_p, t.brlen_p, t.parent, t.brlen, d.bslot, d.mslot, d.bslot_p, d.mslot_p,
-                     d.n_tips) + rows + (d.partials, d.tip_x, d.matrices, d.scale, d.scaled, d.weights, d.compat,
-                                         d.lnl_p) + tuple(d.scratch)
-        self.keep = (d.bslot, d.mslot, d.bslot_p, d.mslot_p, d.lnl, d.lnl_p) + rows
-        k = max(1, min(numba.get_num_threads(), nruns))
-        self.shares = [_Share(core, nruns * i // k, nruns * (i + 1) // k, nchains) for i in range(k)]
+                     d.n_tips) + self.rows + (d.partials, d.tip_x, d.matrices, d.scale, d.scaled, d.weights,
+                                              d.compat, d.lnl_p) + tuple(d.scratch)
+        self.keep = (d.bslot, d.mslot, d.bslot_p, d.mslot_p, d.lnl, d.lnl_p) + self.rows
+        self.shared = (core.rng, core.rng_out, core.todo, core.moved, core.layout.off, core.theta_p, core.pterm_new,
+                       core.accepted, core.log_h)
+        nested = _layer() != "workqueue"
+        self.shares = [_Share(core, r0, r1, nchains, n)
+                       for r0, r1, n in share_out(numba.get_num_threads(), nruns, nested)]
 
     @staticmethod
     def for_mc3(mc3):
@@ -200,35 +245,48 @@ class BlockRunner:
         return last
 
     def _guarded(self, share, job, errors, i) -> None:
+        """_work on this Python thread with the share's count of numba threads (numba's count is per
+        thread); an error is kept for run() to raise once every thread has ended."""
+        before = numba.get_num_threads()
+        numba.set_num_threads(share.threads)
         try:
             self._work(share, job)
-        except Exception as e:        # re-raised by run() once every thread has ended
+        except Exception as e:
             errors[i] = e
+        finally:
+            numba.set_num_threads(before)
 
     def _work(self, share, job) -> None:
         """One share's generations of the block; a chain's model the core cannot build is built here, on
-        the host, and that generation finished as CoreStepper.step would."""
-        core, o, gen = self.core, job.opts, job.first
-        shared = (core.rng, core.rng_out, core.todo, share.by_param, core.moved, core.layout.off, core.theta_p,
-                  core.pterm_new, job.heats, core.accepted)
+        the host, and that chain's generation finished as CoreStepper.step would."""
+        core, o, gen, (pri, sm, rows, touch, new_q) = self.core, job.opts, job.first, self.plan
         while gen <= job.last:
             status, done, nf = run_block(job.last - gen + 1, gen, job.swapfreq, share.c0, share.c1, share.r0,
-                                         share.r1, job.row0, job.draws, share.prop, self.plan, self.eval, job.dec,
-                                         self.keep, job.swap, shared, share.failed)
+                                         share.r1, job.row0, job.draws, share.threads, self.head, share.pars,
+                                         self.tail, pri, sm, rows, touch, new_q, self.eval, job.dec, self.keep,
+                                         job.swap, self.shared, job.heats, share.status, share.failed)
             if status == DONE:
                 return
             if status == BAD_LNL:
                 core.proposal_error(int(share.failed[0]))
-            gen += done                            # HOST_MODEL: finish this generation as step() would
+            gen += done                            # HOST_MODEL: finish those chains' generation
             for c in share.failed[:nf].tolist():
                 core.host_model(c, 0)
-            evaluate_range(share.c0, share.c1, core.todo[0], *self.eval)
-            core.finish(job.heats, o.tunefreq, o.autotune, share.c0, share.c1)
+                evaluate_range(c, c + 1, core.todo[0], *self.eval)
+                core.finish(job.heats, o.tunefreq, o.autotune, c, c + 1)
             ranks = job.swap[0]
             if gen % job.swapfreq == 0 and ranks.shape[1] > 1:
                 swap_heats(job.draws[gen // job.swapfreq - job.row0], *job.swap, share.r0, share.r1)
                 _heats(ranks, job.swap[1], job.heats, share.r0, share.r1)
             gen += 1
+
+
+def _layer() -> str:
+    """numba's threading layer (its pool is started by CoreStepper; "workqueue" where it is not)."""
+    try:
+        return numba.threading_layer()
+    except ValueError:
+        return "workqueue"
 
 
 class _Job:

@@ -54,7 +54,7 @@ def _propose_tree(kind, parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, 
 
 
 @numba.njit(**JIT_OPTIONS)
-def _propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
+def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
                    bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo):
     """Chain c: copy its state into the proposal arrays, pick a move by weight and propose; a live tree
     proposal marks every pattern set (todo 1). Touches only chain c's rows (chains may run on threads)."""
@@ -93,11 +93,11 @@ def _live_params(c0, c1, moved, log_h, by_param):
 def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
                 bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo, by_param,
                 c0, c1):
-    """Each chain c0 <= c < c1 proposes (_propose_chain); the chains whose parameter proposal is live are
+    """Each chain c0 <= c < c1 proposes (propose_chain); the chains whose parameter proposal is live are
     listed in by_param (the caller builds their models); returns how many."""
     todo[:, c0:c1] = 0
     for c in range(c0, c1):
-        _propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
+        propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
                        bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo)
     return _live_params(c0, c1, moved, log_h, by_param)
 

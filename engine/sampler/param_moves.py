@@ -11,13 +11,10 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import gammaln
+
+from mbgpu.priors import log_dirichlet
 
 MIN_SIMPLEX = 1e-6  # smallest proportion a Dirichlet/Slider move may produce
-
-
-def log_dirichlet_pdf(x: np.ndarray, alpha: np.ndarray) -> float:
-    return float(gammaln(alpha.sum()) - gammaln(alpha).sum() + ((alpha - 1.0) * np.log(x)).sum())
 
 
 def reflect(x: float, lo: float, hi: float) -> float:
@@ -73,7 +70,7 @@ def _dirichlet(x: np.ndarray, alpha: float, rng):
     new = rng.dirichlet(alpha * x)
     if np.any(new < MIN_SIMPLEX):
         return None
-    return new, log_dirichlet_pdf(x, alpha * new) - log_dirichlet_pdf(new, alpha * x)
+    return new, log_dirichlet(x, alpha * new) - log_dirichlet(new, alpha * x)
 
 
 def _simplex_slider(x: np.ndarray, delta: float, rng):

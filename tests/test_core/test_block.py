@@ -68,12 +68,12 @@ def test_blocks_write_the_files_and_screen_of_single_generations(tmp_path, monke
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-@pytest.mark.parametrize("nruns", [2, 3])
+@pytest.mark.parametrize("nruns", [1, 2, 3])
 def test_runs_on_threads_write_the_files_of_one_thread(tmp_path, monkeypatch, nruns):
-    """Two threads share the runs (3 runs: one thread takes two): same files and screen as one thread,
-    and as single generations."""
+    """Two threads on the runs (3 runs: one thread takes two; 1 run: the two on its chains in parallel):
+    same files and screen as one thread, and as single generations."""
     text = BLOCK.replace("nruns=2", "nruns=%d" % nruns)
-    names = FILES + (("r.run3.p", "r.run3.t") if nruns == 3 else ())
+    names = {1: ("r.p", "r.t", "r.mcmc"), 2: FILES, 3: FILES + ("r.run3.p", "r.run3.t")}[nruns]
     one, n1 = _run(tmp_path / "one", monkeypatch, True, text)
     two, n2 = _run(tmp_path / "two", monkeypatch, True, text, threads=2)
     single, _ = _run(tmp_path / "single", monkeypatch, False, text, threads=2)
@@ -94,33 +94,41 @@ def test_a_run_in_blocks_continued_from_its_checkpoint_is_byte_identical(tmp_pat
 
 def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, monkeypatch):
     """Every parameter proposal's model built on the host (as when the core cannot compute one): the
-    block stops at that generation and the host finishes it, as the per-generation step does."""
-    real_plan, real_proposal = block._plan, stepper.model_proposal
+    block stops at that generation and the host finishes those chains, as the per-generation step does;
+    on one thread and with each of two threads' runs stopping alone."""
+    real_plan, real_proposal = block._plan_chain, stepper.model_proposal
     to_host = []
 
-    def plan_on_host(theta_p, by_param, moved, off, n_param, pri, sm, rows, touch, new_q, pterm_new, todo, failed):
-        real_plan(theta_p, by_param, moved, off, n_param, pri, sm, rows, touch, new_q, pterm_new, todo, failed)
-        nf = 0
-        for c in by_param[:n_param]:
-            if touch[moved[c]]:
-                failed[nf] = c
-                nf += 1
-        to_host.append(nf)
-        return nf
+    def plan_on_host(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo):
+        real_plan(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo)
+        to_host.append(bool(touch[moved[c]]))
+        return not touch[moved[c]]
 
     def run(folder, blocks, threads=1):
         monkeypatch.setattr(stepper, "model_proposal", lambda *a: real_proposal(*a) and False)
-        monkeypatch.setattr(block, "_plan", plan_on_host)
-        monkeypatch.setattr(block, "run_block", block.run_block.py_func)     # so that it calls plan_on_host
+        monkeypatch.setattr(block, "_plan_chain", plan_on_host)
+        for name in ("run_block", "_chain_generation", "_chains_parallel"):      # so that they call plan_on_host
+            monkeypatch.setattr(block, name, getattr(block, name).py_func)
         return _run(folder, monkeypatch, blocks, BLOCK.replace("ngen=300", "ngen=120"), threads)
 
     _, n = run(tmp_path / "blocks", True)
-    assert n > 100 and sum(x > 0 for x in to_host) > 20      # most in blocks, many stopped for the host
+    assert n > 100 and sum(to_host) > 20      # most in blocks, many stopped for the host
     run(tmp_path / "single", False)
     _same_files(tmp_path / "blocks", tmp_path / "single")
-    if numba.config.NUMBA_NUM_THREADS > 1:                    # each thread's runs stop for the host alone
+    if numba.config.NUMBA_NUM_THREADS > 1:
         run(tmp_path / "threads", True, 2)
         _same_files(tmp_path / "threads", tmp_path / "single")
+
+
+def test_share_out_gives_runs_to_threads_and_the_rest_to_chains():
+    assert block.share_out(1, 2, True) == [(0, 2, 1)]
+    assert block.share_out(2, 2, True) == [(0, 1, 1), (1, 2, 1)]
+    assert block.share_out(2, 3, True) == [(0, 1, 1), (1, 3, 1)]
+    assert block.share_out(2, 1, True) == [(0, 1, 2)]
+    assert block.share_out(16, 2, True) == [(0, 1, 8), (1, 2, 8)]
+    assert block.share_out(5, 2, True) == [(0, 1, 3), (1, 2, 2)]
+    assert block.share_out(5, 2, False) == [(0, 1, 1), (1, 2, 1)]       # workqueue: no parallel regions at once
+    assert block.share_out(4, 1, False) == [(0, 1, 4)]
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -11,7 +11,8 @@ import pytest
 from scipy import stats
 
 from mbgpu.core import param_moves as pm
-from mbgpu.sampler.param_moves import MIN_SIMPLEX, ParamMove, log_dirichlet_pdf, tune
+from mbgpu.priors import log_dirichlet as log_dirichlet_pdf
+from mbgpu.sampler.param_moves import MIN_SIMPLEX, ParamMove, tune
 from mbgpu.sampler.param_moves import reflect as py_reflect
 from tests.test_moves.test_param_invariance import P_MIN, _dirichlet_target, _run
 

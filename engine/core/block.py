@@ -10,6 +10,7 @@ count; tests compare them.
 """
 from __future__ import annotations
 
+import gc
 import math
 import threading
 
@@ -227,6 +228,9 @@ class BlockRunner:
         errors = [None] * len(self.shares)
         threads = [threading.Thread(target=self._guarded, args=(share, job, errors, i))
                    for i, share in enumerate(self.shares[1:], 1)]
+        collecting = gc.isenabled()
+        if threads:       # no cyclic collection on the other threads: a CUDA object collected there has no context
+            gc.disable()
         for th in threads:
             th.start()
         try:
@@ -234,6 +238,8 @@ class BlockRunner:
         finally:
             for th in threads:
                 th.join()
+            if collecting:
+                gc.enable()
         for r, row in enumerate(ranks.tolist()):
             mc3.ranks[r][:] = row
         for table, t, a in zip(mc3.swaps, tried.tolist(), sw_acc.tolist()):

@@ -1,5 +1,6 @@
 """Compiled blocks of generations (mbgpu.core.block) write exactly the files of the one-generation-at-a-time
 loop: samples, screen, swaps, continuation from a checkpoint, and a model the core leaves to the host."""
+import gc
 import io
 import re
 import signal
@@ -118,6 +119,21 @@ def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, 
     if numba.config.NUMBA_NUM_THREADS > 1:
         run(tmp_path / "threads", True, 2)
         _same_files(tmp_path / "threads", tmp_path / "single")
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_no_garbage_collection_while_the_threads_run(tmp_path, monkeypatch):
+    """Cyclic garbage (pycuda's objects among it) is collected on the main thread only: a CUDA object
+    freed on another thread has no context there (seen as unraisable warnings in the GPU tests)."""
+    seen, work = [], block.BlockRunner._work
+
+    def noted(self, share, job):
+        seen.append(gc.isenabled())
+        return work(self, share, job)
+
+    monkeypatch.setattr(block.BlockRunner, "_work", noted)
+    _run(tmp_path / "two", monkeypatch, True, threads=2)
+    assert seen and not any(seen) and gc.isenabled()
 
 
 def test_share_out_gives_runs_to_threads_and_the_rest_to_chains():

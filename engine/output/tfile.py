@@ -98,7 +98,7 @@ _TOKEN = re.compile(r"\s*([(),:;]|[^(),:;\s]+)")
 
 def parse_newick(text: str, index: dict, where: Location):
     """Parse newick into (nested tuple, list of (tipset bits, length)) with 0-based tip indices."""
-    pos, n = 0, len(text)
+    pos = 0
     edges: list[tuple[int, float]] = []
 
     def tok():

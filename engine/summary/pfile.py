@@ -50,7 +50,7 @@ def read_pfile(path: str) -> PFile:
             lines = fh.read().splitlines()
     except OSError as exc:
         raise InputFileError("cannot read parameter file: %s" % exc.strerror, Location(path)) from None
-    stamp, depth, header, header_line, rows, first = "", 0, None, 0, [], 0
+    stamp, depth, header, rows, first = "", 0, None, [], 0
     for num, raw in enumerate(lines, 1):
         m = re.match(r"\s*\[ID:\s*([^\]]*)\]", raw)
         if m and not stamp:
@@ -69,7 +69,7 @@ def read_pfile(path: str) -> PFile:
                 first = num
             rows.append([float(t) for t in toks])
         else:
-            header, header_line, rows = toks, num, []
+            header, rows = toks, []
     if depth:
         raise InputFileError("unterminated comment", Location(path))
     if header is None or not rows:

@@ -1,6 +1,5 @@
 """Compiled blocks of generations (mbgpu.core.block) write exactly the files of the one-generation-at-a-time
 loop: samples, screen, swaps, continuation from a checkpoint, and a model the core leaves to the host."""
-import gc
 import io
 import re
 import signal
@@ -10,6 +9,9 @@ import numpy as np
 import pytest
 
 import mbgpu.core.block as block
+from mbgpu.core import atomics
+import mbgpu.core.chain_generation as generation
+import mbgpu.core.handoff as handoff
 import mbgpu.core.stepper as stepper
 from mbgpu.checkpoint.signals import RunStopped
 from mbgpu.console import Console
@@ -97,7 +99,7 @@ def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, 
     """Every parameter proposal's model built on the host (as when the core cannot compute one): the
     block stops at that generation and the host finishes those chains, as the per-generation step does;
     on one thread and with each of two threads' runs stopping alone."""
-    real_plan, real_proposal = block._plan_chain, stepper.model_proposal
+    real_plan, real_proposal = generation.plan_chain, stepper.model_proposal
     to_host = []
 
     def plan_on_host(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo):
@@ -107,9 +109,15 @@ def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, 
 
     def run(folder, blocks, threads=1):
         monkeypatch.setattr(stepper, "model_proposal", lambda *a: real_proposal(*a) and False)
-        monkeypatch.setattr(block, "_plan_chain", plan_on_host)
-        for name in ("run_block", "_chain_generation", "_chains_parallel"):      # so that they call plan_on_host
-            monkeypatch.setattr(block, name, getattr(block, name).py_func)
+        monkeypatch.setattr(generation, "plan_chain", plan_on_host)
+        py = {name: getattr(module, name).py_func           # so that they call plan_on_host
+              for module, name in ((block, "run_block"), (handoff, "run_handoff"), (handoff, "_worker"),
+                                   (handoff, "_look"), (generation, "chain_generation"))}
+        for module in (block, handoff):
+            monkeypatch.setattr(module, "chain_generation", py["chain_generation"])
+        monkeypatch.setattr(block, "run_block", py["run_block"])
+        for name in ("run_handoff", "_worker", "_look"):
+            monkeypatch.setattr(handoff, name, py[name])
         return _run(folder, monkeypatch, blocks, BLOCK.replace("ngen=300", "ngen=120"), threads)
 
     _, n = run(tmp_path / "blocks", True)
@@ -121,30 +129,63 @@ def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, 
         _same_files(tmp_path / "threads", tmp_path / "single")
 
 
+def test_swap_events_list_each_chains_swaps_in_the_loops_order():
+    """The block's swaps as the handoff sees them: per generation that is a multiple of swapfreq, per run,
+    nswaps pairs from the draws' rows as swap_heats picks them; each chain's own list in order."""
+    rng = np.random.default_rng(3)
+    nruns, n, nswaps, swapfreq, first, last = 2, 4, 2, 3, 5, 16
+    row0 = (first - 1) // swapfreq + 1
+    draws = rng.random((last // swapfreq - row0 + 1, 3 * nswaps * nruns))
+    ev, u, own, count = handoff.swap_events(first, last, swapfreq, row0, draws, nruns, n, nswaps)
+    want = []
+    for g in range(first, last + 1):
+        if g % swapfreq == 0:
+            for r in range(nruns):
+                for s in range(nswaps):
+                    d = draws[g // swapfreq - row0, 3 * (r * nswaps + s):]
+                    a = min(int(d[0] * n), n - 1)
+                    b = min(int(d[1] * (n - 1)), n - 2)
+                    want.append((g, r, a, b + (b >= a), d[2]))
+    assert [tuple(e) + (x,) for e, x in zip(ev.tolist(), u.tolist())] == want
+    for c in range(nruns * n):
+        mine = [e for e, (g, r, a, b, _) in enumerate(want) if c in (r * n + a, r * n + b)]
+        assert own[c, :count[c]].tolist() == mine
+    assert handoff.swap_events(first, last, swapfreq, row0, draws, nruns, 1, nswaps)[0].shape == (0, 4)
+
+
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-def test_no_garbage_collection_while_the_threads_run(tmp_path, monkeypatch):
-    """Cyclic garbage (pycuda's objects among it) is collected on the main thread only: a CUDA object
-    freed on another thread has no context there (seen as unraisable warnings in the GPU tests)."""
-    seen, work = [], block.BlockRunner._work
+def test_atomics_count_and_hand_over_between_threads():
+    """Compare-and-swap increments from two threads lose none; a flag passed back and forth by atomic
+    loads and stores (a spin loop the compiler must not hoist) completes every round."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        cnt, flag = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        _count(cnt, 200000)
+        _ping_pong(flag, 20000)
+    finally:
+        numba.set_num_threads(before)
+    assert cnt[0] == 400000 and flag[0] == 40000
+    assert not atomics.cas(cnt, 0, 1, 5) and atomics.cas(cnt, 0, 400000, 5) and atomics.load(cnt, 0) == 5
 
-    def noted(self, share, job):
-        seen.append(gc.isenabled())
-        return work(self, share, job)
 
-    monkeypatch.setattr(block.BlockRunner, "_work", noted)
-    _run(tmp_path / "two", monkeypatch, True, threads=2)
-    assert seen and not any(seen) and gc.isenabled()
+@numba.njit(parallel=True)
+def _count(cnt, n):
+    for _ in numba.prange(2):
+        for _i in range(n):
+            while True:
+                v = atomics.load(cnt, 0)
+                if atomics.cas(cnt, 0, v, v + 1):
+                    break
 
 
-def test_share_out_gives_runs_to_threads_and_the_rest_to_chains():
-    assert block.share_out(1, 2, True) == [(0, 2, 1)]
-    assert block.share_out(2, 2, True) == [(0, 1, 1), (1, 2, 1)]
-    assert block.share_out(2, 3, True) == [(0, 1, 1), (1, 3, 1)]
-    assert block.share_out(2, 1, True) == [(0, 1, 2)]
-    assert block.share_out(16, 2, True) == [(0, 1, 8), (1, 2, 8)]
-    assert block.share_out(5, 2, True) == [(0, 1, 3), (1, 2, 2)]
-    assert block.share_out(5, 2, False) == [(0, 1, 1), (1, 2, 1)]       # workqueue: no parallel regions at once
-    assert block.share_out(4, 1, False) == [(0, 1, 4)]
+@numba.njit(parallel=True)
+def _ping_pong(flag, n):
+    for w in numba.prange(2):
+        for _i in range(n):
+            while atomics.load(flag, 0) % 2 != w:
+                pass
+            atomics.store(flag, 0, atomics.load(flag, 0) + 1)
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -1,0 +1,165 @@
+"""A block of generations on several threads without a barrier per generation. Chains meet only at heat
+swaps, and which two chains a swap pairs is fixed by its draws, known before the block; so a chain may
+run ahead until its next swap, and waits only for that swap's partner. Each thread takes whatever
+chain can move (its own first, for its caches): the next generation of a chain that owes no swap, or a
+swap whose two chains have both reached it. A chain is held by one thread at a time (an atomic claim);
+its rows are handed between threads through the claim's release and acquire (mbgpu.core.atomics).
+
+Every chain sees the generations, swaps and draws of the one-thread loop in the same order, so the files
+do not depend on the thread count or on which thread stepped what. A chain whose model must come from
+the host parks; the others go on until they need it; the host finishes it and the block resumes.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from mbgpu.core import atomics
+from mbgpu.core.chain_generation import BAD_LNL, DONE, HOST_MODEL, chain_generation, swap_one, swap_pair
+from mbgpu.jit import JIT_OPTIONS
+
+PAD = 8                                   # int64 fields per chain: one cache line
+GEN, NEXT, CLAIM, PARKED = 0, 1, 2, 3     # last generation done, next own swap, held, parked (1 host, 2 bad lnL)
+NOTHING, DID, BUSY = 0, 1, 2              # what a look at a chain gave
+
+
+@numba.njit(**JIT_OPTIONS)
+def swap_events(first, last, swapfreq, row0, draws, nruns, n, nswaps):
+    """The block's heat swaps in the loop's order: ev[e] = (generation, run, position a, position b),
+    u[e] its acceptance uniform; own[c, k] = chain c's k-th swap, count[c] how many."""
+    gens = 0
+    if n > 1:
+        for g in range(first, last + 1):
+            if g % swapfreq == 0:
+                gens += 1
+    n_ev = gens * nruns * nswaps
+    ev = np.empty((n_ev, 4), dtype=np.int64)
+    u = np.empty(n_ev)
+    own = np.empty((nruns * n, max(1, gens * nswaps)), dtype=np.int64)
+    count = np.zeros(nruns * n, dtype=np.int64)
+    e = 0
+    for g in range(first, last + 1):
+        if n < 2 or g % swapfreq != 0:
+            continue
+        row = draws[g // swapfreq - row0]
+        for r in range(nruns):
+            for s in range(nswaps):
+                i = 3 * (r * nswaps + s)
+                a, b = swap_pair(row[i], row[i + 1], n)
+                ev[e, 0], ev[e, 1], ev[e, 2], ev[e, 3], u[e] = g, r, a, b, row[i + 2]
+                for c in (r * n + a, r * n + b):
+                    own[c, count[c]] = e
+                    count[c] += 1
+                e += 1
+    return ev, u, own, count
+
+
+def new_state(n_chains: int, first: int) -> np.ndarray:
+    """Every chain at generation first - 1, no swap done, free; the last line holds the abort flag."""
+    state = np.zeros((n_chains + 1) * PAD, dtype=np.int64)
+    state[GEN:n_chains * PAD:PAD] = first - 1
+    return state
+
+
+@numba.njit(**JIT_OPTIONS)
+def _pending(c, state, own, count):
+    """Chain c's next swap, or -1 when it owes none."""
+    k = atomics.load(state, c * PAD + NEXT)
+    return own[c, k] if k < count[c] else -1
+
+
+@numba.njit(**JIT_OPTIONS)
+def _swap(c, e, state, events, swap_args, heats):
+    """Swap e if its other chain has reached it too; both claimed while it is done."""
+    ev, u, own, count = events
+    ranks, temp, _, tried, accepted, lnl, lnpr = swap_args
+    n = ranks.shape[1]
+    r = ev[e, 1]
+    q = r * n + ev[e, 2] if c != r * n + ev[e, 2] else r * n + ev[e, 3]
+    if atomics.load(state, q * PAD + CLAIM) != 0:
+        return BUSY
+    if atomics.load(state, q * PAD + GEN) != ev[e, 0] or _pending(q, state, own, count) != e:
+        return NOTHING                    # q's thread will find the swap when q gets there
+    if not atomics.cas(state, c * PAD + CLAIM, 0, 1):
+        return BUSY
+    if not atomics.cas(state, q * PAD + CLAIM, 0, 1):
+        atomics.store(state, c * PAD + CLAIM, 0)
+        return BUSY
+    ready = (atomics.load(state, c * PAD + GEN) == ev[e, 0] and _pending(c, state, own, count) == e
+             and atomics.load(state, q * PAD + GEN) == ev[e, 0] and _pending(q, state, own, count) == e)
+    if ready:
+        a, b = ev[e, 2], ev[e, 3]
+        swap_one(r, a, b, u[e], ranks, temp, tried, accepted, lnl, lnpr)
+        heats[r * n + a] = 1.0 / (1.0 + temp * ranks[r, a])
+        heats[r * n + b] = 1.0 / (1.0 + temp * ranks[r, b])
+        for x in (c, q):
+            atomics.store(state, x * PAD + NEXT, atomics.load(state, x * PAD + NEXT) + 1)
+    atomics.store(state, q * PAD + CLAIM, 0)
+    atomics.store(state, c * PAD + CLAIM, 0)
+    return DID if ready else BUSY
+
+
+@numba.njit(**JIT_OPTIONS)
+def _look(c, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows, shared,
+          swap_args, heats, events, state):
+    """Move chain c on if it can: its swap, or its next generation; DID, NOTHING, or BUSY (another thread
+    holds what it needs: look again)."""
+    ev, u, own, count = events
+    if atomics.load(state, c * PAD + CLAIM) != 0:
+        return BUSY
+    if atomics.load(state, c * PAD + PARKED) != 0:
+        return NOTHING
+    g = atomics.load(state, c * PAD + GEN)
+    e = _pending(c, state, own, count)
+    if e >= 0 and ev[e, 0] == g:
+        return _swap(c, e, state, events, swap_args, heats)
+    if g >= last:
+        return NOTHING
+    if not atomics.cas(state, c * PAD + CLAIM, 0, 1):
+        return BUSY
+    if atomics.load(state, c * PAD + GEN) != g or _pending(c, state, own, count) != e:
+        atomics.store(state, c * PAD + CLAIM, 0)
+        return BUSY
+    status = chain_generation(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
+                              shared)
+    if status == DONE:
+        atomics.store(state, c * PAD + GEN, g + 1)
+    else:
+        atomics.store(state, c * PAD + PARKED, 1 if status == HOST_MODEL else 2)
+        if status == BAD_LNL:
+            atomics.store(state, (state.shape[0] // PAD - 1) * PAD, 1)
+    atomics.store(state, c * PAD + CLAIM, 0)
+    return DID
+
+
+@numba.njit(**JIT_OPTIONS)
+def _worker(w, workers, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
+            shared, swap_args, heats, events, state):
+    """Thread w's part: move chains on, its own share (from chain w C / workers) first, until no chain can
+    move and none is held (every thread that moves one looks again, so none is missed)."""
+    n_chains = state.shape[0] // PAD - 1
+    start = w * n_chains // workers
+    while atomics.load(state, n_chains * PAD) == 0:
+        busy = False
+        moved = False
+        for k in range(n_chains):
+            c = start + k if start + k < n_chains else start + k - n_chains
+            got = _look(c, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
+                        shared, swap_args, heats, events, state)
+            if got == DID:
+                moved = True
+                break
+            busy = busy or got == BUSY
+        if not moved and not busy:
+            return
+
+
+@numba.njit(parallel=True, **JIT_OPTIONS)
+def run_handoff(workers, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
+                shared, swap_args, heats, events, state):
+    """Every chain on to generation `last` and through the block's swaps, on `workers` of numba's threads
+    (arguments as flat tuples: numba's parallel loops take no nested ones). Returns when done, when a
+    chain parked for the host (the rest as far as they go without it) or on a bad lnL (abort flag set)."""
+    for w in numba.prange(workers):
+        _worker(w, workers, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
+                shared, swap_args, heats, events, state)

@@ -8,7 +8,10 @@ MrBayes' MPI version gives each rank whole chains; with nruns=2 nchains=4 on P r
 8/P chains and the ranks exchange swap messages every generation. Its speed-up is therefore at most
 that of P independent MrBayes processes run at the same time, each with 8/P of the chains and no
 messages (nruns=2/P or nchains=4/(P/2)): the bound printed here. mbgpu runs the whole analysis in one
-process on 1 and on --cores numba threads. Rates are (long - short generations) / (long - short wall
+process on 1 and on --cores numba threads, and the same work without heat swaps (8 runs of one chain,
+as uncoupled as the bound) on --cores threads: the gap between the two is the price of the swaps'
+coupling, which a real mpirun pays too (MrBayes' AttemptSwap makes the two ranks of a swap wait for
+each other's message every swap generation). Rates are (long - short generations) / (long - short wall
 seconds), so start-up cancels; rounds alternate the order. MrBayes runs BEAGLE's CPU plugin in double
 precision on one thread (the best one-process MrBayes on primates and DNA 50x2k, docs/performance.md).
 """
@@ -73,10 +76,10 @@ def main() -> None:
         data = peers.prepare_data(args.data, os.path.join(folder, "data"))
         env = dict(os.environ)
 
-        def threads(n):
+        def threads(n, runs=2, chains=4):
             e = dict(env, NUMBA_NUM_THREADS=str(n), OMP_NUM_THREADS=str(n))
             return lambda g: wall([[sys.executable, "-m", "mbgpu", "--backend=cpu",
-                                    nexus(data, folder, "t%d" % n, g, 2, 4, False)]], e, folder)
+                                    nexus(data, folder, "t%d-%d" % (n, runs), g, runs, chains, False)]], e, folder)
 
         def mb_one(g):
             return wall([[mb, nexus(data, folder, "mb1", g, 2, 4, True)]], env, folder)
@@ -86,9 +89,11 @@ def main() -> None:
                         env, folder)
 
         cases = {"mbgpu 1 thread": threads(1), "mbgpu %d threads" % p: threads(p),
-                 "MrBayes 1 process": mb_one, "MrBayes %d processes (mpirun bound)" % p: mb_split}
+                 "MrBayes 1 process": mb_one, "MrBayes %d processes (mpirun bound)" % p: mb_split,
+                 "mbgpu %d threads, 8 runs x 1 chain (no swaps)" % p: threads(p, 8, 1)}
         got = {k: [] for k in cases}
-        rate(threads(p), (100, 200))                      # warm numba's cache
+        for n in (1, p):            # warm numba's cache: one thread and several compile different blocks
+            rate(threads(n), (100, 200))
         for r in range(args.rounds):
             for name in (list(cases) if r % 2 == 0 else list(reversed(cases))):
                 got[name].append(rate(cases[name], tuple(args.ngen)))
@@ -100,8 +105,8 @@ def main() -> None:
     for name in names:
         base = med[names[0]] if name.startswith("mbgpu") else med[names[2]]
         print("| %s | %.0f | %.2fx |" % (name, med[name], med[name] / base))
-    print("\nmbgpu on %d threads / MrBayes' mpirun bound on %d processes: %.2fx"
-          % (p, p, med[names[1]] / med[names[3]]))
+    print("\nmbgpu on %d threads / MrBayes' mpirun bound on %d processes: %.2fx (without swaps, the bound's "
+          "coupling: %.2fx)" % (p, p, med[names[1]] / med[names[3]], med[names[4]] / med[names[3]]))
 
 
 if __name__ == "__main__":

@@ -181,10 +181,10 @@ class BlockRunner:
             parked = state[handoff.PARKED:self.n_chains * P:P]
             if state[self.n_chains * P]:
                 self.core.proposal_error(int(np.flatnonzero(parked == 2)[0]))
-            waiting = np.flatnonzero(parked == 1).tolist()
+            waiting = [c for c in np.flatnonzero(parked == 1).tolist() if not handoff.owes_swap(c, state, events)]
             if not waiting:
                 break
-            for c in waiting:
+            for c in waiting:                      # their swaps done: decide at the heats they now have
                 self._finish_on_host(job, c)
                 state[c * P + handoff.GEN] += 1
                 state[c * P + handoff.PARKED] = 0

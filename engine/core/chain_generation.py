@@ -59,10 +59,10 @@ def plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, t
 
 
 @numba.njit(**JIT_OPTIONS)
-def chain_generation(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows, shared):
-    """One generation of chain c (propose, plan, evaluate, decide, keep): DONE, BAD_LNL (its proposal's
-    lnL is NaN or +inf; undecided) or HOST_MODEL (proposed and planned; its model must come from the
-    host). Reads and writes only chain c's rows."""
+def chain_propose(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, shared):
+    """The first part of chain c's generation, which its heat does not enter: propose, plan and evaluate.
+    DONE, or HOST_MODEL (proposed and planned; its model must come from the host). Writes only the
+    proposal's rows: the decided state, lnL and prior that a heat swap reads stay as they were."""
     rng, rng_out, todo, moved, off, theta_p, pterm_new, accepted, log_h = shared
     todo[:, c] = 0
     propose_chain(c, *head, pars, *tail)
@@ -70,8 +70,25 @@ def chain_generation(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args
         if not plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo):
             return HOST_MODEL
     evaluate_range(c, c + 1, todo[0], *eval_args)
+    return DONE
+
+
+@numba.njit(**JIT_OPTIONS)
+def chain_decide(c, dec_args, keep_rows, shared):
+    """The rest of chain c's generation, at its heat: decide and keep. DONE, or BAD_LNL (the proposal's lnL
+    is NaN or +inf; undecided)."""
+    rng, rng_out, todo, moved, off, theta_p, pterm_new, accepted, log_h = shared
     if decide_all(*dec_args, c, c + 1) >= 0:
         return BAD_LNL
     keep_division(c, c + 1, todo[0], accepted, *keep_rows)
     rng_out[c] = rng[c]
     return DONE
+
+
+@numba.njit(**JIT_OPTIONS)
+def chain_generation(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows, shared):
+    """One generation of chain c (chain_propose, then chain_decide): DONE, BAD_LNL or HOST_MODEL."""
+    got = chain_propose(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, shared)
+    if got != DONE:
+        return got
+    return chain_decide(c, dec_args, keep_rows, shared)

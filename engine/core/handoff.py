@@ -1,9 +1,12 @@
 """A block of generations on several threads without a barrier per generation. Chains meet only at heat
 swaps, and which two chains a swap pairs is fixed by its draws, known before the block; so a chain may
-run ahead until its next swap, and waits only for that swap's partner. Each thread takes whatever
-chain can move (its own first, for its caches): the next generation of a chain that owes no swap, or a
-swap whose two chains have both reached it. A chain is held by one thread at a time (an atomic claim);
-its rows are handed between threads through the claim's release and acquire (mbgpu.core.atomics).
+run ahead until its next swap, and waits only for that swap's partner. Even then it need not idle: its
+next generation's proposal and likelihood (chain_propose) do not depend on its heat, only the decision
+does (chain_decide), so a chain owing a swap computes its next proposal while it waits. Each thread
+takes whatever chain can move (its own first, for its caches): a chain's next generation or its
+part, or a swap whose two chains have both reached it. A chain is held by one thread at a time (an
+atomic claim); its rows are handed between threads through the claim's release and acquire
+(mbgpu.core.atomics).
 
 Every chain sees the generations, swaps and draws of the one-thread loop in the same order, so the files
 do not depend on the thread count or on which thread stepped what. A chain whose model must come from
@@ -15,11 +18,13 @@ import numba
 import numpy as np
 
 from mbgpu.core import atomics
-from mbgpu.core.chain_generation import BAD_LNL, DONE, HOST_MODEL, chain_generation, swap_one, swap_pair
+from mbgpu.core.chain_generation import BAD_LNL, DONE, chain_decide, chain_propose, swap_one, swap_pair
 from mbgpu.jit import JIT_OPTIONS
 
 PAD = 8                                   # int64 fields per chain: one cache line
-GEN, NEXT, CLAIM, PARKED = 0, 1, 2, 3     # last generation done, next own swap, held, parked (1 host, 2 bad lnL)
+# per chain: last generation done, next own swap, held, parked (1: its model from the host, 2: bad lnL),
+# ahead (the next generation's proposal is evaluated, its decision waits for a swap)
+GEN, NEXT, CLAIM, PARKED, AHEAD = 0, 1, 2, 3, 4
 NOTHING, DID, BUSY = 0, 1, 2              # what a look at a chain gave
 
 
@@ -68,6 +73,14 @@ def _pending(c, state, own, count):
     return own[c, k] if k < count[c] else -1
 
 
+def owes_swap(c: int, state: np.ndarray, events) -> bool:
+    """Whether chain c's next swap is at the generation it has done (it must be made before c decides
+    its next generation)."""
+    ev, _, own, count = events
+    k = state[c * PAD + NEXT]
+    return bool(k < count[c] and ev[own[c, k], 0] == state[c * PAD + GEN])
+
+
 @numba.njit(**JIT_OPTIONS)
 def _swap(c, e, state, events, swap_args, heats):
     """Swap e if its other chain has reached it too; both claimed while it is done."""
@@ -102,33 +115,46 @@ def _swap(c, e, state, events, swap_args, heats):
 @numba.njit(**JIT_OPTIONS)
 def _look(c, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows, shared,
           swap_args, heats, events, state):
-    """Move chain c on if it can: its swap, or its next generation; DID, NOTHING, or BUSY (another thread
-    holds what it needs: look again)."""
+    """Move chain c on if it can: its swap; else its next generation, or the part of it that does not
+    wait for the swap it owes. DID, NOTHING, or BUSY (another thread holds what it needs: look again).
+    A chain parked for the host (its proposal evaluated but for its model) still takes its swap."""
     ev, u, own, count = events
-    if atomics.load(state, c * PAD + CLAIM) != 0:
+    at = c * PAD
+    if atomics.load(state, at + CLAIM) != 0:
         return BUSY
-    if atomics.load(state, c * PAD + PARKED) != 0:
-        return NOTHING
-    g = atomics.load(state, c * PAD + GEN)
+    g = atomics.load(state, at + GEN)
     e = _pending(c, state, own, count)
-    if e >= 0 and ev[e, 0] == g:
-        return _swap(c, e, state, events, swap_args, heats)
-    if g >= last:
-        return NOTHING
-    if not atomics.cas(state, c * PAD + CLAIM, 0, 1):
+    owes = e >= 0 and ev[e, 0] == g
+    swapped = NOTHING
+    if owes:
+        swapped = _swap(c, e, state, events, swap_args, heats)
+        if swapped == DID:
+            return DID
+    if atomics.load(state, at + PARKED) != 0 or g >= last:
+        return swapped
+    ahead = atomics.load(state, at + AHEAD)
+    if owes and ahead:
+        return swapped                    # the swap's partner is not there yet
+    if not atomics.cas(state, at + CLAIM, 0, 1):
         return BUSY
-    if atomics.load(state, c * PAD + GEN) != g or _pending(c, state, own, count) != e:
-        atomics.store(state, c * PAD + CLAIM, 0)
+    if (atomics.load(state, at + GEN) != g or _pending(c, state, own, count) != e
+            or atomics.load(state, at + AHEAD) != ahead or atomics.load(state, at + PARKED) != 0):
+        atomics.store(state, at + CLAIM, 0)
         return BUSY
-    status = chain_generation(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
-                              shared)
-    if status == DONE:
-        atomics.store(state, c * PAD + GEN, g + 1)
-    else:
-        atomics.store(state, c * PAD + PARKED, 1 if status == HOST_MODEL else 2)
-        if status == BAD_LNL:
+    if not ahead:
+        if chain_propose(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, shared) != DONE:
+            atomics.store(state, at + PARKED, 1)
+        elif owes:
+            atomics.store(state, at + AHEAD, 1)
+        ahead = atomics.load(state, at + PARKED) == 0 and not owes
+    if ahead:
+        if chain_decide(c, dec_args, keep_rows, shared) == BAD_LNL:
+            atomics.store(state, at + PARKED, 2)
             atomics.store(state, (state.shape[0] // PAD - 1) * PAD, 1)
-    atomics.store(state, c * PAD + CLAIM, 0)
+        else:
+            atomics.store(state, at + AHEAD, 0)
+            atomics.store(state, at + GEN, g + 1)
+    atomics.store(state, at + CLAIM, 0)
     return DID
 
 

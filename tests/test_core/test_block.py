@@ -96,9 +96,10 @@ def test_a_run_in_blocks_continued_from_its_checkpoint_is_byte_identical(tmp_pat
 
 
 def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, monkeypatch):
-    """Every parameter proposal's model built on the host (as when the core cannot compute one): the
-    block stops at that generation and the host finishes those chains, as the per-generation step does;
-    on one thread and with each of two threads' runs stopping alone."""
+    """Every parameter proposal's model built on the host (as when the core cannot compute one): on one
+    thread the block stops at that generation and the host finishes those chains, as the per-generation
+    step does; on two the chain parks, the others go on without it, and the host decides it once the
+    swaps it owes are made."""
     real_plan, real_proposal = generation.plan_chain, stepper.model_proposal
     to_host = []
 
@@ -110,14 +111,13 @@ def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, 
     def run(folder, blocks, threads=1):
         monkeypatch.setattr(stepper, "model_proposal", lambda *a: real_proposal(*a) and False)
         monkeypatch.setattr(generation, "plan_chain", plan_on_host)
-        py = {name: getattr(module, name).py_func           # so that they call plan_on_host
-              for module, name in ((block, "run_block"), (handoff, "run_handoff"), (handoff, "_worker"),
-                                   (handoff, "_look"), (generation, "chain_generation"))}
-        for module in (block, handoff):
-            monkeypatch.setattr(module, "chain_generation", py["chain_generation"])
-        monkeypatch.setattr(block, "run_block", py["run_block"])
-        for name in ("run_handoff", "_worker", "_look"):
-            monkeypatch.setattr(handoff, name, py[name])
+        for module, name in ((block, "run_block"), (handoff, "run_handoff"), (handoff, "_worker"),
+                             (handoff, "_look")):
+            monkeypatch.setattr(module, name, getattr(module, name).py_func)
+        py = {name: getattr(generation, name).py_func for name in ("chain_generation", "chain_propose")}
+        for module, name in ((block, "chain_generation"), (generation, "chain_propose"),
+                             (handoff, "chain_propose")):
+            monkeypatch.setattr(module, name, py[name])
         return _run(folder, monkeypatch, blocks, BLOCK.replace("ngen=300", "ngen=120"), threads)
 
     _, n = run(tmp_path / "blocks", True)

@@ -1,7 +1,7 @@
 """Time the core's compiled likelihood (mbgpu.core.division.DivisionArrays.evaluate) for 8 chains:
 one branch changed per chain (the path above it recomputed), and every node (a new model).
 
-    .venv/bin/python benchmarks/core_evaluate.py [--data primates|PATH.nex] [--reps 2000]
+    .venv/bin/python benchmarks/core_evaluate.py [--data PATH.nex] [--reps 2000]     (default: primates)
 """
 from __future__ import annotations
 
@@ -35,11 +35,11 @@ def _time(fn, reps):
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default=str(ROOT / "tests" / "data" / "primates.nex"))
+    ap.add_argument("--data", default=str(ROOT / "tests" / "data" / "primates.nex"), help="a NEXUS data file")
     ap.add_argument("--reps", type=int, default=2000)
     a = ap.parse_args(argv)
     tmp = pathlib.Path(tempfile.mkdtemp())
-    chains, _p, _s = build_chains(tmp, "execute %s; lset nst=6 rates=invgamma;" % a.data, nruns=int(os.environ.get("NRUNS", 2)), nchains=int(os.environ.get("NCHAINS", 4)))
+    chains, _p, _s = build_chains(tmp, "execute %s; lset nst=6 rates=invgamma;" % os.path.abspath(a.data), nruns=int(os.environ.get("NRUNS", 2)), nchains=int(os.environ.get("NCHAINS", 4)))
     trees = T.ChainTrees([ch.tree for ch in chains])
     div = DivisionArrays(chains[0].parts[0].inc.shared, [ch.parts[0].inc for ch in chains])
     div.refresh(trees)

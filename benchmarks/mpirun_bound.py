@@ -14,6 +14,13 @@ coupling, which a real mpirun pays too (MrBayes' AttemptSwap makes the two ranks
 each other's message every swap generation). Rates are (long - short generations) / (long - short wall
 seconds), so start-up cancels; rounds alternate the order. MrBayes runs BEAGLE's CPU plugin in double
 precision on one thread (the best one-process MrBayes on primates and DNA 50x2k, docs/performance.md).
+
+With --mb-mpi DIR (a MrBayes built with MPI by benchmarks/build_mb_mpi.sh) it also times the real thing:
+`DIR/bin/mpiexec -n 1` and `-n P` of `DIR/bin/mb-mpi` on the same 2 x 4 chains, and compares the
+speed-ups: mbgpu's P threads over its one thread against MrBayes' P ranks over its one rank.
+
+    python3 benchmarks/mpirun_bound.py --data primates --cores 8 --ngen 4000 24000 --rounds 5 \
+        --peers-dir ../shared/peers --mb-mpi /tmp/mbmpi
 """
 from __future__ import annotations
 
@@ -68,6 +75,7 @@ def main() -> None:
     ap.add_argument("--ngen", type=int, nargs=2, default=(4000, 20000), metavar=("SHORT", "LONG"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--peers-dir", default=os.path.join(peers.REPO, "..", "shared", "peers"))
+    ap.add_argument("--mb-mpi", metavar="DIR", help="a MrBayes MPI build (benchmarks/build_mb_mpi.sh's OUT)")
     args = ap.parse_args()
     mb = os.path.join(os.path.abspath(args.peers_dir), "bin", "mb")
     p = args.cores
@@ -88,9 +96,16 @@ def main() -> None:
             return wall([[mb, nexus(data, folder, "mbp%d" % i, g, nruns, nchains, True)] for i in range(p)],
                         env, folder)
 
-        cases = {"mbgpu 1 thread": threads(1), "mbgpu %d threads" % p: threads(p),
-                 "MrBayes 1 process": mb_one, "MrBayes %d processes (mpirun bound)" % p: mb_split,
-                 "mbgpu %d threads, 8 runs x 1 chain (no swaps)" % p: threads(p, 8, 1)}
+        def mb_mpi(ranks):
+            where = os.path.abspath(args.mb_mpi)
+            run = [os.path.join(where, "bin", "mpiexec"), "-n", str(ranks), os.path.join(where, "bin", "mb-mpi")]
+            return lambda g: wall([run + [nexus(data, folder, "mpi%d" % ranks, g, 2, 4, True)]], env, folder)
+
+        names = ("mbgpu 1 thread", "mbgpu %d threads" % p, "MrBayes 1 process",
+                 "MrBayes %d processes (mpirun bound)" % p, "mbgpu %d threads, 8 runs x 1 chain (no swaps)" % p,
+                 "MrBayes MPI build, 1 rank", "MrBayes mpirun, %d ranks" % p)
+        makers = (threads(1), threads(p), mb_one, mb_split, threads(p, 8, 1), mb_mpi(1), mb_mpi(p))
+        cases = dict(list(zip(names, makers))[:7 if args.mb_mpi else 5])
         got = {k: [] for k in cases}
         for n in (1, p):            # warm numba's cache: one thread and several compile different blocks
             rate(threads(n), (100, 200))
@@ -98,15 +113,24 @@ def main() -> None:
             for name in (list(cases) if r % 2 == 0 else list(reversed(cases))):
                 got[name].append(rate(cases[name], tuple(args.ngen)))
                 print("round %d %-36s %8.1f gen/s" % (r + 1, name, got[name][-1]), file=sys.stderr, flush=True)
-    med = {k: statistics.median(v) for k, v in got.items()}
-    names = list(cases)
+    report(args, {k: statistics.median(v) for k, v in got.items()}, names)
+
+
+def report(args, med: dict, names: tuple) -> None:
+    """The table of medians, each with its speed-up over the one-thread / one-process case of its kind."""
+    p = args.cores
+    base = {"mbgpu": names[0], "MrBayes MPI": names[5], "MrBayes mpirun": names[5], "MrBayes": names[2]}
     print("\n| %s, %d cores | gen/s (median of %d) | speed-up |" % (args.data, p, args.rounds))
     print("|---|---:|---:|")
-    for name in names:
-        base = med[names[0]] if name.startswith("mbgpu") else med[names[2]]
-        print("| %s | %.0f | %.2fx |" % (name, med[name], med[name] / base))
+    for name in med:
+        kind = next(k for k in base if name.startswith(k))
+        print("| %s | %.0f | %.2fx |" % (name, med[name], med[name] / med[base[kind]]))
     print("\nmbgpu on %d threads / MrBayes' mpirun bound on %d processes: %.2fx (without swaps, the bound's "
           "coupling: %.2fx)" % (p, p, med[names[1]] / med[names[3]], med[names[4]] / med[names[3]]))
+    if names[6] in med:
+        ours, theirs = med[names[1]] / med[names[0]], med[names[6]] / med[names[5]]
+        print("speed-up on %d cores: mbgpu %.2fx, MrBayes mpirun %.2fx (ratio %.2f); mbgpu on %d threads / "
+              "MrBayes mpirun on %d ranks: %.2fx" % (p, ours, theirs, ours / theirs, p, p, med[names[1]] / med[names[6]]))
 
 
 if __name__ == "__main__":

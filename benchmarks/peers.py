@@ -17,6 +17,7 @@ WORK/data once; later invocations reuse them.
 
 Contestants (--peers; default: every one that needs no GPU; `all` adds the GPU ones):
   mbgpu-cpu             python -m mbgpu --backend=cpu
+  mbgpu-cpu-single      the same with set beagleprecision=single (float32 partials in the core)
   mbgpu-gpu             python -m mbgpu --backend=gpu (double precision)            [GPU]
   mbgpu-gpu-single      the same with set beagleprecision=single                    [GPU]
   mb-sse                bin/mb, set usebeagle=no (MrBayes' own SSE code, single precision)
@@ -99,6 +100,7 @@ DATASETS = {
 # what the run must report (mbgpu: text in its "Likelihood backend:" line; BEAGLE: "gpu" in a Rsrc Name)
 CONTESTANTS = {
     "mbgpu-cpu": dict(program="mbgpu", backend="cpu", set="", gpu=False),
+    "mbgpu-cpu-single": dict(program="mbgpu", backend="cpu", set="beagleprecision=single", gpu=False),
     "mbgpu-gpu": dict(program="mbgpu", backend="gpu", set="beagleprecision=double", gpu=True),
     "mbgpu-gpu-single": dict(program="mbgpu", backend="gpu", set="beagleprecision=single", gpu=True),
     "mb-sse": dict(program="mb", set="usebeagle=no", gpu=False),
@@ -388,6 +390,8 @@ class Runner:
                 return "BEAGLE implementation %s is not %s precision" % (wrong[0], precision)
         if self.spec["program"] == "mbgpu" and self.spec["backend"] == "gpu" and "CUDA GPU" not in info["runs_on"]:
             return "mbgpu did not report the CUDA backend (%s)" % (info["runs_on"] or "no backend line")
+        if self.spec["program"] == "mbgpu" and "single" in self.spec["set"] and "single precision" not in info["runs_on"]:
+            return "mbgpu did not report single precision (%s)" % (info["runs_on"] or "no backend line")
         return ""
 
 

@@ -165,7 +165,7 @@ def start(s, con, ckp, place, sets, opts):
         ckp.attach(mc3, files)
     place.adopt(mc3)
     mc3.after_generation = checkpoint_hook(place, ckp)
-    mc3.hook_every = ckp.freq if ckp.enabled else 0     # stop signals are also seen between compiled blocks
+    mc3.hook_every = ckp.freq if ckp.enabled else 0     # stop signals are seen after every compiled block
     return mc3
 
 

@@ -94,8 +94,11 @@ class DivisionArrays(ChainRows):
     the compiled evaluation reads and writes. The data (compact tip states, ambiguous tips' vectors,
     pattern weights) come from the interpreted sampler's instance, whose own buffers are released."""
 
-    def __init__(self, shared, lane_parts):
+    def __init__(self, shared, lane_parts, dtype=None):
+        """`dtype` of the partials and matrices: float64, or float32 in single precision (default: what
+        the backend choice put on the host backend, HostBuffers.core_dtype)."""
         b = host_buffers(shared.backend)
+        dtype = np.dtype(b.core_dtype if dtype is None else dtype)
         # a backend holding a slice of the patterns (mbgpu.mpi.sitesplit) sums the group's partial lnLs
         self.sum_each = getattr(shared.backend, "sum_each", None)
         c, k, s, n_pat = len(lane_parts), b.spec.n_categories, b.spec.n_states, b.spec.n_patterns
@@ -103,17 +106,17 @@ class DivisionArrays(ChainRows):
         self.n_nodes = n = 2 * n_tips - 1
         super().__init__(lane_parts, n, s, k)
         self.n_part, self.n_mat, self.n_scale = 2 * (n - n_tips), 2 * n, 2 * (n - n_tips + 1)
-        self.tip_x = tip_vectors(b)                  # every tip as a vector: one kernel for every node
+        self.tip_x = tip_vectors(b).astype(dtype)    # every tip as a vector: one kernel for every node
         self.weights = b.pattern_weights
         self.compat = np.ascontiguousarray(b._invariant_site_compat())
-        self.partials = np.zeros((c * self.n_part, k, s, n_pat))
-        self.matrices = np.zeros((c * self.n_mat, k, s, s))
+        self.partials = np.zeros((c * self.n_part, k, s, n_pat), dtype=dtype)
+        self.matrices = np.zeros((c * self.n_mat, k, s, s), dtype=dtype)
         self.scale = np.zeros((c * self.n_scale, n_pat))
         self.scaled = np.zeros(c * self.n_scale, dtype=np.uint8)   # per scale row: 1 if not all zeros
         _release(b)
-        # per chain: marks, node order + changed branches (_plan_chain), two (S, P) work blocks, site
-        # values, +I terms and the frequencies
-        # they were computed for
+        # per chain: marks, node order + changed branches (_plan_chain), two (S, P) work blocks (float64:
+        # the root's logarithms use them too), site values, +I terms and the frequencies they were
+        # computed for
         self.scratch = (np.zeros((c, n), dtype=np.uint8), np.zeros((c, 2 * n), dtype=np.int64),
                         np.zeros((c, 2, s, n_pat)), np.zeros((c, n_pat)), np.zeros((c, n_pat)), np.full((c, s), -1.0))
 

@@ -7,6 +7,8 @@ vector `x` read at category `c * xs` (xs 0: a tip, shape (1, S, P), one-hot or a
 is by exact powers of two and only for patterns whose largest entry falls below RESCALE_BELOW; a node
 update finds out whether any pattern might need it while its category is still in cache, and the
 root's logarithms are computed by a branch-free, vectorisable log (`_log_pass`, fdlibm's).
+Partials and matrices may be float64 or float32 (`set beagleprecision=single`: twice the SIMD width,
+half the bytes); sites, scales and logarithms are float64 either way.
 """
 from __future__ import annotations
 
@@ -14,15 +16,29 @@ import math
 
 import numba
 import numpy as np
+from numba.extending import overload
 
 from mbgpu.jit import JIT_OPTIONS
 
 LOG2 = math.log(2.0)
 RESCALE_BELOW = 2.0 ** -64     # patterns whose largest partial is smaller get rescaled
+# in single precision sooner: the product of two children at least this large stays a normal float32
+RESCALE_BELOW_SINGLE = 2.0 ** -32
 TINY = 2.0 ** -1022            # smallest normal double: the bit-level log takes nothing smaller
 # multiply-adds may be fused (FMA: one rounding instead of two), nothing else of IEEE arithmetic changes;
 # a division by zero gives inf as in numpy instead of raising (a check that would stop vectorisation)
 _FMA = dict(fastmath={"contract"}, error_model="numpy", **JIT_OPTIONS)
+
+
+def rescale_below(a):
+    """The largest partial below which a pattern of partials `a` (float64 or float32) is rescaled."""
+    return RESCALE_BELOW if a.dtype == np.float64 else RESCALE_BELOW_SINGLE
+
+
+@overload(rescale_below, jit_options=JIT_OPTIONS)
+def _rescale_below_compiled(a):
+    value = RESCALE_BELOW if a.dtype == numba.types.float64 else RESCALE_BELOW_SINGLE
+    return lambda a: value
 
 
 @numba.njit(**_FMA)
@@ -63,8 +79,9 @@ def _vv4(d, u, a, w, b):
 @numba.njit(**_FMA)
 def _max_count(d, largest, first):
     """largest[p] = max(largest[p] (0 when first), d[:, p]); returns how many largest[p] are below
-    RESCALE_BELOW."""
+    rescale_below(d)."""
     n_states, n_patterns = d.shape
+    below = rescale_below(d)
     n = 0
     if n_states == 4:
         r0, r1, r2, r3 = d[0], d[1], d[2], d[3]
@@ -75,7 +92,7 @@ def _max_count(d, largest, first):
             g = 0.0 if first else largest[p]
             g = a if a > g else g
             largest[p] = g
-            n += g < RESCALE_BELOW
+            n += g < below
         return n
     if first:
         largest[:] = 0.0
@@ -84,7 +101,7 @@ def _max_count(d, largest, first):
         for p in range(n_patterns):
             largest[p] = r[p] if r[p] > largest[p] else largest[p]
     for p in range(n_patterns):
-        n += largest[p] < RESCALE_BELOW
+        n += largest[p] < below
     return n
 
 
@@ -115,14 +132,15 @@ def node_update(dest, x1, xs1, m1, x2, xs2, m2, work, largest):
 
 @numba.njit(**_FMA)
 def rescale(dest, scale_row, largest):
-    """After a node_update that returned nonzero: patterns whose largest entry is below RESCALE_BELOW
+    """After a node_update that returned nonzero: patterns whose largest entry is below rescale_below
     are multiplied by the power of two that brings it into [0.5, 1); scale_row holds log(1 / factor)
     (0 elsewhere). Returns whether any pattern was rescaled (else scale_row is all zeros)."""
     n_cat, n_states, n_patterns = dest.shape
+    below = rescale_below(dest)
     any_ = False
     for p in range(n_patterns):
         big = largest[p]
-        if big >= RESCALE_BELOW or big <= 0.0:
+        if big >= below or big <= 0.0:
             scale_row[p] = 0.0
             continue
         _m, e = math.frexp(big)

@@ -13,6 +13,10 @@ from mbgpu.likelihood.protocol import InstanceSpec
 class HostBuffers:
     """Partials, compact tip states or tip partials, matrices, scale buffers, weights and rates."""
 
+    # the precision of the compiled core's own copies (mbgpu.core.division): the backend choice sets
+    # float32 for `set beagleprecision=single`; these buffers stay float64
+    core_dtype = np.float64
+
     def __init__(self, spec: InstanceSpec):
         self.spec = spec
         c, p, s = spec.n_categories, spec.n_patterns, spec.n_states

@@ -4,7 +4,9 @@ beaglescaling=`), with mbgpu's own `set backend=auto|cpu|gpu` (or `mbgpu --backe
 Default: the CUDA backend in double precision when pycuda and a CUDA device are present, otherwise
 the compiled (numba) CPU backend, or the numpy reference where numba does not import; one line on
 the console says which was chosen and why. `choose_backend(..., cpu="numpy")` picks the numpy
-reference for the CPU (tests that compare with it). The CUDA module is imported only when chosen,
+reference for the CPU (tests that compare with it). `beagleprecision=single` holds on the CPU too: the
+compiled core keeps float32 partials and matrices (sums and logarithms stay float64), as BEAGLE's CPU
+plugin does in single precision. The CUDA module is imported only when chosen,
 so this works on machines without pycuda (numba is a requirement of mbgpu: the sampler core is
 compiled with it).
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
+
+import numpy as np
 
 from mbgpu.errors import CommandError
 from mbgpu.likelihood.numpy_backend import NumpyBackend
@@ -31,13 +35,16 @@ class BackendChoice:
     cpu: str = "numpy"             # the CPU backend: "compiled" (numba) or "numpy"
 
     def __call__(self, spec):
-        return self.make(spec)
+        backend = self.make(spec)
+        if self.kind == "cpu":      # the compiled core's copy of the buffers (the host backend stays double)
+            backend.core_dtype = np.float32 if self.precision == "single" else np.float64
+        return backend
 
     def describe(self) -> str:
         """The one line printed when the backend is chosen."""
         if self.kind == "gpu":
             return "Likelihood backend: CUDA GPU, %s precision (%s)" % (self.precision, self.reason)
-        return "Likelihood backend: %s CPU, double precision (%s)" % (self.cpu, self.reason)
+        return "Likelihood backend: %s CPU, %s precision (%s)" % (self.cpu, self.precision, self.reason)
 
 
 def _option(options: Mapping, key: str, default: str) -> str:
@@ -87,7 +94,7 @@ def decide(options: Mapping, cuda_present: Callable[[], bool],
     if override not in ("auto", "cpu", "gpu"):
         raise CommandError("backend must be auto, cpu or gpu, not %r" % options.get("Backend"))
     if override == "cpu":
-        return "cpu", "double", scaling, "backend=cpu"
+        return "cpu", precision, scaling, "backend=cpu"
     if override == "gpu":
         if not cuda_present():
             raise CommandError("backend=gpu but no CUDA device with pycuda is available")
@@ -95,11 +102,11 @@ def decide(options: Mapping, cuda_present: Callable[[], bool],
     if use == "no":
         return "cpu", "double", scaling, "usebeagle=no"
     if device == "cpu":
-        return "cpu", "double", scaling, "beagledevice=cpu"
+        return "cpu", precision, scaling, "beagledevice=cpu"
     if not cuda_present():
-        return "cpu", "double", scaling, "no CUDA device or pycuda found"
+        return "cpu", precision, scaling, "no CUDA device or pycuda found"
     if work is not None and work < GPU_MIN_WORK:
-        return "cpu", "double", scaling, ("a CUDA device was found, but the data is too small for it to be "
+        return "cpu", precision, scaling, ("a CUDA device was found, but the data is too small for it to be "
                                           "faster: %d patterns x states^2 < %d; set backend=gpu to use it"
                                           % (work, GPU_MIN_WORK))
     return "gpu", precision, scaling, "CUDA device found"

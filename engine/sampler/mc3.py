@@ -63,7 +63,7 @@ class MC3:
         self.swaps = [SwapTable(opts.nchains) for _ in runs]
         self.gen = 0
         self.after_generation = None  # callable(mc3, gen) -> True to stop (checkpoints, stop signals)
-        self.hook_every = 0           # after_generation acts only at multiples of this (0: every generation)
+        self.hook_every = 0           # after_generation must run at multiples of this (0: at block ends only)
         self.block_len = 8            # the next compiled block's length at most (sized to BLOCK_SECONDS)
 
     def cold(self, run: int):
@@ -110,13 +110,11 @@ class MC3:
 
     def _block_end(self, gen: int) -> int:
         """The last generation of a compiled block from `gen`: the first at which the loop has something
-        to do (sample, screen line, diagnostic, after_generation), at most block_len on (`gen` itself:
-        this generation goes alone)."""
+        to do (sample, screen line, diagnostic, a due after_generation), at most block_len on (`gen`
+        itself: this generation goes alone). after_generation also runs after every block (stop signals)."""
         o = self.opts
         every = [o.samplefreq, o.printfreq] + ([o.diagnfreq] if o.mcmcdiagn else [])
-        if self.after_generation is not None:
-            if not self.hook_every:
-                return gen
+        if self.after_generation is not None and self.hook_every:
             every.append(self.hook_every)
         last = min(o.ngen, gen + self.block_len - 1)
         for f in every:

@@ -70,6 +70,34 @@ def test_blocks_write_the_files_and_screen_of_single_generations(tmp_path, monke
     assert screen == single
 
 
+def test_runs_without_checkpoints_go_in_blocks(tmp_path, monkeypatch):
+    """`mcmc checkpoint=no` leaves only the stop-signal check after each generation, which a block's end
+    serves as well: the run still goes in blocks (it went one generation at a time, ~15% slower on
+    primates), with the files of a checkpointed run."""
+    _, n = _run(tmp_path / "with", monkeypatch, True)
+    _, n_off = _run(tmp_path / "without", monkeypatch, True, BLOCK.replace("filename=r", "checkpoint=no filename=r"))
+    assert n > 250 and n_off > 250
+    _same_files(tmp_path / "with", tmp_path / "without")
+    assert not (tmp_path / "without" / "r.ckp.h5").exists()
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_single_precision_runs_in_blocks_with_the_same_files_on_any_thread_count(tmp_path, monkeypatch):
+    """`set beagleprecision=single` on the CPU: float32 partials in the core, blocks on one and on two
+    threads write the same files; the sampled lnL stay within float32 accuracy of the double run's
+    where the two runs are still in the same state (the first samples)."""
+    text = BLOCK.replace("begin mrbayes;", "begin mrbayes; set beagleprecision=single;")
+    screen, n = _run(tmp_path / "one", monkeypatch, True, text)
+    assert "compiled CPU, single precision" in screen and n > 250
+    _, n2 = _run(tmp_path / "two", monkeypatch, True, text, threads=2)
+    assert n2 > 250
+    _same_files(tmp_path / "one", tmp_path / "two")
+    _run(tmp_path / "double", monkeypatch, True)
+    single = np.loadtxt(tmp_path / "one" / "r.run1.p", skiprows=2)[:3, 1]
+    double = np.loadtxt(tmp_path / "double" / "r.run1.p", skiprows=2)[:3, 1]
+    assert single == pytest.approx(double, rel=1e-6)
+
+
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
 @pytest.mark.parametrize("nruns", [1, 2, 3])
 def test_runs_on_threads_write_the_files_of_one_thread(tmp_path, monkeypatch, nruns):

@@ -83,6 +83,18 @@ def _random_matrix(tmp_path, datatype, alphabet, n_taxa=7, n_chars=60, seed=3):
     return path
 
 
+def _propose_trees(chains, trees, div, rng, ctx):
+    """Chain 0 proposes a topology (ExtSPR), the others a branch length (Multiplier); the proposed trees."""
+    proposals = []
+    for c, ch in enumerate(chains):
+        move = ExtSPR() if c == 0 else Multiplier()
+        tree = move.propose(T.from_arrays(ch.tree.n_tips, trees.parent[c], trees.brlen[c]), rng, ctx).tree
+        _set_proposal(trees, c, tree)
+        div.todo[c] = 1
+        proposals.append(tree)
+    return proposals
+
+
 @pytest.mark.parametrize("datatype, alphabet, model", [
     ("protein", "ACDEFGHIKLMNPQRSTVWY?", "prset aamodelpr=fixed(wag); lset rates=invgamma;"),
     ("standard", "0123?", "lset coding=all rates=gamma;"),
@@ -97,15 +109,46 @@ def test_other_state_counts_equal_the_reference(tmp_path, datatype, alphabet, mo
     rng = np.random.default_rng(5)
     ctx = MoveContext(n_tips=chains[0].tree.n_tips)
     for _ in range(6):
-        proposals = []
-        for c, ch in enumerate(chains):
-            move = ExtSPR() if c == 0 else Multiplier()
-            tree = move.propose(T.from_arrays(ch.tree.n_tips, trees.parent[c], trees.brlen[c]), rng, ctx).tree
-            _set_proposal(trees, c, tree)
-            div.todo[c] = 1
-            proposals.append(tree)
+        proposals = _propose_trees(chains, trees, div, rng, ctx)
         div.evaluate(trees)
         for c, ch in enumerate(chains):
             assert div.lnl_p[c] == pytest.approx(_reference(ch, 0, proposals[c], ch.values), rel=1e-11)
         div.keep(np.ones(2, dtype=bool))
         trees.parent[:], trees.kids[:], trees.brlen[:] = trees.parent_p, trees.kids_p, trees.brlen_p
+
+
+@pytest.mark.parametrize("data", ["primates", "dna60", "protein"])
+def test_single_precision_equals_the_reference_to_float32_accuracy(tmp_path, data):
+    """`set beagleprecision=single`: float32 partials and matrices (float64 sums and logs) give the numpy
+    reference's lnL to 1e-6 relative, also where every pattern needs rescaling (60 random taxa: site
+    likelihoods near 4^-60, far below float32's range) and for 20 states (the general kernels)."""
+    if data == "primates":
+        commands = PRIMATES_GTR
+    else:
+        dna = data == "dna60"
+        path = _random_matrix(tmp_path, "dna" if dna else "protein", "ACGT?" if dna else "ACDEFGHIKLMNPQRSTVWY?",
+                              n_taxa=60 if dna else 9, n_chars=150)
+        commands = "execute %s; %s" % (path, "lset nst=6 rates=invgamma;" if dna else
+                                       "prset aamodelpr=fixed(wag); lset rates=gamma;")
+    chains, params, _s = build_chains(tmp_path, commands, nchains=2)
+    trees = T.ChainTrees([ch.tree for ch in chains])
+    div = DivisionArrays(chains[0].parts[0].inc.shared, [ch.parts[0].inc for ch in chains], dtype=np.float32)
+    assert div.partials.dtype == np.float32 and div.tip_x.dtype == np.float32
+    rng = np.random.default_rng(6)
+    ctx = MoveContext(n_tips=chains[0].tree.n_tips)
+    div.refresh(trees)                     # every node, in float32 (the lnL kept as the host's)
+    div.todo[:] = 2
+    div.evaluate(trees)
+    for c, ch in enumerate(chains):
+        assert div.lnl_p[c] == pytest.approx(_reference(ch, 0, ch.tree, ch.values), rel=1e-6)
+    div.keep(np.ones(2, dtype=bool))
+    rescaled = 0
+    for _ in range(6):
+        proposals = _propose_trees(chains, trees, div, rng, ctx)
+        div.evaluate(trees)
+        rescaled += int(div.scaled.sum())
+        for c, ch in enumerate(chains):
+            assert div.lnl_p[c] == pytest.approx(_reference(ch, 0, proposals[c], ch.values), rel=1e-6)
+        div.keep(np.ones(2, dtype=bool))
+        trees.parent[:], trees.kids[:], trees.brlen[:] = trees.parent_p, trees.kids_p, trees.brlen_p
+    assert rescaled > 0 or data == "primates"

@@ -28,6 +28,10 @@ def no():
     ({"Usebeagle": "No", "Backend": "GPU"}, yes, ("gpu", "double", 4)),
     ({"Beagledevice": "CPU", "Backend": "GPU", "Beagleprecision": "Single"}, yes, ("gpu", "single", 4)),
     ({"Backend": "CPU"}, yes, ("cpu", "double", 4)),
+    ({"Backend": "CPU", "Beagleprecision": "Single"}, yes, ("cpu", "single", 4)),
+    ({"Beagledevice": "CPU", "Beagleprecision": "Single"}, yes, ("cpu", "single", 4)),
+    ({"Beagleprecision": "Single"}, no, ("cpu", "single", 4)),
+    ({"Usebeagle": "No", "Beagleprecision": "Single"}, yes, ("cpu", "double", 4)),     # MrBayes' own code
 ])
 def test_decision_table(options, present, expected):
     assert decide(options, present)[:3] == expected
@@ -86,6 +90,22 @@ def test_cpu_choice_prints_one_line_and_builds_the_compiled_or_numpy_backend():
     out = io.StringIO()
     choice = choose_backend({"Usebeagle": "No"}, Console(out), cuda_present=yes, cpu="numpy")
     assert "numpy CPU" in out.getvalue() and choice.make is NumpyBackend
+
+
+def test_cpu_single_precision_reaches_the_core_and_the_screen():
+    """beagleprecision=single on the CPU: the line says so and the backend built carries float32 for the
+    compiled core's buffers (mbgpu.core.division); double by default."""
+    import numpy as np
+
+    from mbgpu.likelihood.protocol import InstanceSpec
+
+    spec = InstanceSpec(n_tips=3, n_partials=2, n_patterns=5, n_states=4, n_categories=1, n_matrices=4,
+                        n_scale_buffers=3)
+    for precision, dtype in (("Single", np.float32), ("Double", np.float64)):
+        out = io.StringIO()
+        choice = choose_backend({"Beagledevice": "CPU", "Beagleprecision": precision}, Console(out), cuda_present=yes)
+        assert "compiled CPU, %s precision" % precision.lower() in out.getvalue()
+        assert choice(spec).core_dtype == dtype
 
 
 def test_auto_takes_the_cpu_for_data_too_small_for_the_gpu(tmp_path):

@@ -77,8 +77,8 @@ def owes_swap(c: int, state: np.ndarray, events) -> bool:
     """Whether chain c's next swap is at the generation it has done (it must be made before c decides
     its next generation)."""
     ev, _, own, count = events
-    k = state[c * PAD + NEXT]
-    return bool(k < count[c] and ev[own[c, k], 0] == state[c * PAD + GEN])
+    e = _pending(c, state, own, count)
+    return bool(e >= 0 and ev[e, 0] == state[c * PAD + GEN])
 
 
 @numba.njit(**JIT_OPTIONS)

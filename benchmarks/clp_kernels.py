@@ -42,23 +42,39 @@ def copy_bandwidth(dev, nbytes: int = 2 << 30, reps: int = 20) -> float:
     return 2.0 * nbytes / seconds
 
 
-def make_ops(node_class: str, k: int, n_tips: int) -> np.ndarray:
-    """K independent operations of one class: op i writes partial 2K+i from tips/partials 2i, 2i+1."""
+def make_ops(node_class: str, k: int, n_tips: int, rescale: bool = False) -> np.ndarray:
+    """K independent operations of one class: op i writes partial 2K+i from tips/partials 2i, 2i+1
+    (with `rescale`, each also writes scale buffer i)."""
     rows = []
     for i in range(k):
         a = 2 * i if node_class != "internal-internal" else n_tips + 2 * i
         b = 2 * i + 1 if node_class == "tip-tip" else n_tips + 2 * i + 1
-        rows.append((n_tips + 2 * k + i, -1, -1, a, 0, b, 1))
+        rows.append((n_tips + 2 * k + i, i if rescale else -1, -1, a, 0, b, 1))
     return np.array(rows, dtype=np.int64)
 
 
-def bytes_moved(node_class: str, p: int, s: int, c: int, real: int) -> int:
+def bytes_moved(node_class: str, p: int, s: int, c: int, real: int, rescale: bool = False) -> int:
     vec = c * p * s * real
     child = {"tip-tip": 2 * p, "tip-internal": p + vec, "internal-internal": 2 * vec}[node_class]
-    return child + vec + 2 * c * s * s * real
+    return child + vec + 2 * c * s * s * real + (8 * p if rescale else 0)
 
 
-def time_case(dev, model, node_class, p, precision, reps=None, **variant) -> tuple[float, int]:
+class Codon61:
+    """A codon-sized state space (61 states, 1 category) with random row-stochastic matrices."""
+    n_states, n_categories = 61, 1
+
+
+def set_matrices(b, model) -> None:
+    if isinstance(model, Codon61):
+        rng = np.random.default_rng(5)
+        m = rng.random((2, 1, 61, 61))
+        b.set_transition_matrices(np.arange(2), m / m.sum(axis=-1, keepdims=True))
+    else:
+        b.set_category_rates(model.category_rates)
+        b.update_transition_matrices(model.eigen, np.arange(2), np.array([0.1, 0.3]))
+
+
+def time_case(dev, model, node_class, p, precision, reps=None, rescale=False, **variant) -> tuple[float, int]:
     """Seconds per operation of one launch of K ops; and K."""
     import pycuda.driver as drv
 
@@ -67,14 +83,13 @@ def time_case(dev, model, node_class, p, precision, reps=None, **variant) -> tup
     s, c = model.n_states, model.n_categories
     k = max(1, 1_000_000 // p)
     spec = InstanceSpec(n_tips=2 * k, n_partials=3 * k, n_patterns=p, n_states=s, n_categories=c,
-                        n_matrices=2, n_scale_buffers=1)
+                        n_matrices=2, n_scale_buffers=k if rescale else 1)
     b = CudaBackend(spec, device=dev, precision=precision, **variant)
     rng = np.random.default_rng(1)
-    b.set_category_rates(model.category_rates)
     for t in range(2 * k):
         b.set_tip_states(t, rng.integers(0, s + 1, p))
-    b.update_transition_matrices(model.eigen, np.arange(2), np.array([0.1, 0.3]))
-    ops = make_ops(node_class, k, 2 * k)
+    set_matrices(b, model)
+    ops = make_ops(node_class, k, 2 * k, rescale)
     with dev:
         chunk = rng.random(c * p * s).astype(b.dtype)
         for i in range(2 * k):
@@ -102,10 +117,22 @@ def main(argv=None) -> int:
     ap.add_argument("--patterns", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--device", type=int, default=None)
     ap.add_argument("--variants", action="store_true", help="also sweep block shapes at 1M internal-internal")
+    ap.add_argument("--paths", action="store_true",
+                    help="wide state spaces at 1M internal-internal: tensor cores against SIMT, with and without "
+                         "rescaling, and a 61-state (codon-sized) case")
+    ap.add_argument("--only-paths", action="store_true", help="--paths without the main table")
+    ap.add_argument("--mma-sweep", action="store_true",
+                    help="protein at 1M internal-internal with rescaling: tensor-core variants (prefetch, blocks/SM)")
     args = ap.parse_args(argv)
     dev = open_device(args.device)
     copy = copy_bandwidth(dev)
     print("device: %s (%s); measured copy bandwidth %.0f GB/s (read+write)" % (dev.device.name(), dev.arch, copy / 1e9))
+    if args.mma_sweep:
+        mma_sweep(dev, copy)
+    if args.paths or args.only_paths:
+        compare_paths(dev, copy, max(args.patterns))
+    if args.only_paths:
+        return 0
     print("%-8s %-18s %-6s %9s %5s %10s %9s %7s %12s" % ("data", "class", "prec", "patterns", "K", "us/op",
                                                       "GB/s", "%copy", "Gpartials/s"))
     for label, spec in DATA.items():
@@ -123,6 +150,45 @@ def main(argv=None) -> int:
     if args.variants:
         sweep(dev, copy)
     return 0
+
+
+def mma_sweep(dev, copy: float) -> None:
+    """Tensor-core variants for protein, 1M patterns, internal-internal with rescaling."""
+    model = build_model(DATA["protein"])
+    for precision in ("single", "double"):
+        real = 4 if precision == "single" else 8
+        for prefetch in (0, 1):
+            for mb in (1, 2, 3):
+                try:
+                    sec, _ = time_case(dev, model, "internal-internal", 1_000_000, precision, rescale=True, mma=True,
+                                       min_blocks=mb, tuning={"MMA_PREFETCH": prefetch})
+                except Exception as exc:
+                    print("protein %-6s prefetch=%d mb=%d failed: %s" % (precision, prefetch, mb, str(exc)[:100]))
+                    continue
+                gbs = bytes_moved("internal-internal", 1_000_000, 20, 4, real, True) / sec
+                print("protein %-6s prefetch=%d mb=%d %8.1f us %5.1f%%" % (precision, prefetch, mb, sec * 1e6,
+                                                                         100 * gbs / copy), flush=True)
+
+
+def compare_paths(dev, copy: float, p: int) -> None:
+    """Internal-internal updates of wide state spaces: tensor-core (mma) against SIMT kernels."""
+    print("wide state spaces, internal-internal, %d patterns: %% of copy bandwidth" % p)
+    cases = [("protein", build_model(DATA["protein"])), ("codon61", Codon61())]
+    for label, model in cases:
+        s, c = model.n_states, model.n_categories
+        for precision in ("single", "double"):
+            real = 4 if precision == "single" else 8
+            for rescale in (False, True):
+                for mma in (True, False):
+                    try:
+                        sec, _ = time_case(dev, model, "internal-internal", p, precision, rescale=rescale, mma=mma)
+                    except Exception as exc:                      # the SIMT path may not fit 61 states
+                        print("%-8s %-6s rescale=%d mma=%d failed: %s" % (label, precision, rescale, mma,
+                                                                         str(exc)[:100]), flush=True)
+                        continue
+                    gbs = bytes_moved("internal-internal", p, s, c, real, rescale) / sec
+                    print("%-8s %-6s rescale=%d mma=%d %8.1f us %8.0f GB/s %5.1f%%" % (
+                        label, precision, rescale, mma, sec * 1e6, gbs / 1e9, 100 * gbs / copy), flush=True)
 
 
 def sweep(dev, copy: float) -> None:

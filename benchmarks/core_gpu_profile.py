@@ -94,10 +94,19 @@ class Meter:
         self.levels += len(flush.counts)
         self.mats += flush.n_mat
         self.roots += n_roots
-        # an operation reads two children and writes one partial buffer and its scale row (tips: states,
-        # counted as one partial read: an upper bound); the scale sums read every node's row; the root
-        # reads its partials, the third child, the summed scale row
-        self.bytes += n_ops * (3 * part + 8 * p) + flush.sizes[4] * 8 * p + n_roots * (2 * part + 16 * p)
+        # an operation reads two children (a compact tip: 1 byte per pattern; tip partials: one category)
+        # and writes one partial buffer and, when it rescales, its scale row (a scale read: one row); the
+        # scale sums read every node's row; the root reads its partials, the third child and the summed
+        # scale row and writes the site log likelihoods
+        ops = np.asarray(flush.blob[2 * flush.sizes[0]: 2 * flush.sizes[0] + flush.sizes[2]]).reshape(-1, 7)
+        tip_vec = np.array([t is not None for t in b.tip_partials], dtype=bool)
+        kids = ops[:, [3, 5]]
+        is_tip = kids < b.spec.n_tips
+        vec_tip = np.zeros_like(is_tip)
+        vec_tip[is_tip] = tip_vec[kids[is_tip]]
+        child = np.where(~is_tip, part, np.where(vec_tip, p * s * real, p)).sum()
+        self.bytes += child + n_ops * part + 8 * p * ((ops[:, 1] >= 0).sum() + (ops[:, 2] >= 0).sum())
+        self.bytes += flush.sizes[4] * 8 * p + n_roots * (2 * part + 16 * p)
 
 
 class Detail:

@@ -117,14 +117,23 @@ def simulate(n_taxa: int, n_sites: int, spec: ModelSpec, seed: int) -> np.ndarra
     return states[:n_taxa]
 
 
+INTERLEAVE_ABOVE = 60_000      # longer rows are written interleaved: MrBayes 3.2.7a rejects 100k-site lines
+
+
 def write_nexus(path: str, states: np.ndarray, alphabet: str, datatype: str) -> None:
-    """A NEXUS data block of the simulated matrix."""
+    """A NEXUS data block of the simulated matrix (interleaved in blocks of 20,000 sites beyond
+    INTERLEAVE_ABOVE sites, so MrBayes can read it; shorter matrices are written as before)."""
     table = np.frombuffer(alphabet.encode("ascii"), dtype=np.uint8)
+    n_char = states.shape[1]
+    step = 20_000 if n_char > INTERLEAVE_ABOVE else n_char
     with open(path, "w", encoding="ascii") as f:
-        f.write("#NEXUS\nbegin data;\n  dimensions ntax=%d nchar=%d;\n  format datatype=%s;\n  matrix\n"
-                % (states.shape[0], states.shape[1], datatype))
-        for t, row in enumerate(states):
-            f.write("t%d  %s\n" % (t + 1, table[row].tobytes().decode("ascii")))
+        f.write("#NEXUS\nbegin data;\n  dimensions ntax=%d nchar=%d;\n  format datatype=%s%s;\n  matrix\n"
+                % (states.shape[0], n_char, datatype, " interleave=yes" if step < n_char else ""))
+        for start in range(0, n_char, step):
+            for t, row in enumerate(states):
+                f.write("t%d  %s\n" % (t + 1, table[row[start:start + step]].tobytes().decode("ascii")))
+            if start + step < n_char:
+                f.write("\n")
         f.write("  ;\nend;\n")
 
 

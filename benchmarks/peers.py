@@ -10,6 +10,7 @@ Data sets (--data; default primates):
   primates    tests/data/primates.nex's data block (12 taxa x 898 sites), lset nst=6 rates=invgamma
   dna50x2k    simulated, 50 taxa x 2,000 sites, GTR+I+G4
   dna64x50k   simulated, 64 taxa x 50,000 sites, GTR+I+G4 (the data of benchmarks/mcmc_gpu.py's dna case)
+  dna128x100k simulated, 128 taxa x 100,000 sites, GTR+I+G4 (issue 19's large DNA set)
   prot60x5k   simulated, 60 taxa x 5,000 sites, prset aamodelpr=fixed(wag) + lset rates=gamma
   prot40x20k  simulated, 40 taxa x 20,000 sites, WAG+G4 (the data of benchmarks/mcmc_gpu.py's protein case)
 The simulated sets come from benchmarks/mcmc_gpu.py's `simulate` (fixed seeds) and are written as NEXUS into
@@ -82,6 +83,7 @@ DATASETS = {
                      model="GTR+I+G4"),
     "dna50x2k": dict(case="dna", n_taxa=50, n_sites=2_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
     "dna64x50k": dict(case="dna", n_taxa=64, n_sites=50_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
+    "dna128x100k": dict(case="dna", n_taxa=128, n_sites=100_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
     # sizes between, for where the GPU starts to beat the CPU (mbgpu.likelihood.select's threshold)
     "dna50x500": dict(case="dna", n_taxa=50, n_sites=500, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
     "dna50x5k": dict(case="dna", n_taxa=50, n_sites=5_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),

@@ -29,15 +29,39 @@ CHUNK = 1 << 30
 WIDE_STATES = 12             # from this state count on, partials go through a shared output tile (WIDE)
 
 
+MMA_WARPS = 8                 # warps per block on the tensor-core path (likelihood_mma.cuh)
+MMA_SHARED_LIMIT = 96 * 1024  # fragment-order matrices in shared memory up to this (MMA_B_SHARED)
+
+
 def kernel_defines(n_states: int, n_categories: int, precision: str, pattern_block: int | None = None,
-                   min_blocks: int | None = None) -> dict:
-    """The -D flags of one kernel variant (shared by the three likelihood sources)."""
+                   min_blocks: int | None = None, mma: bool = False) -> dict:
+    """The -D flags of one kernel variant (shared by the three likelihood sources). `mma`: wide state
+    spaces on the fp64 tensor cores (sm_80+; likelihood_mma.cuh), 8-pattern warp tiles."""
+    if mma:
+        return {"STATES": n_states, "CATEGORIES": n_categories, "REAL": "double" if precision == "double" else "float",
+                "PATTERN_BLOCK": 8 * MMA_WARPS, "MIN_BLOCKS": 2 if min_blocks is None else min_blocks,
+                "WIDE_MMA": 1, "MMA_WARPS": MMA_WARPS}
     if pattern_block is None:
         pattern_block = default_pattern_block(n_states, n_categories)
     if min_blocks is None:
         min_blocks = 2 if n_states >= WIDE_STATES and precision == "double" else 1
     return {"STATES": n_states, "CATEGORIES": n_categories, "REAL": "double" if precision == "double" else "float",
             "PATTERN_BLOCK": pattern_block, "MIN_BLOCKS": min_blocks}
+
+
+def mma_fragment_bytes(n_states: int, n_categories: int) -> int:
+    """Bytes of one matrix (all categories) in MMA fragment order (FRAG_MATRIX doubles)."""
+    return n_categories * -(-n_states // 8) * -(-n_states // 4) * 32 * 8
+
+
+def uses_mma(n_states: int, arch: str, precision: str = "double") -> bool:
+    """Whether the partials of this state count go through the tensor cores on this device: wide state
+    spaces in fp64 (protein: 90% of copy bandwidth against 76% for SIMT on an H100) and codon-sized
+    ones in fp32 (36% against 31%); fp32 protein stays SIMT (84% against 68%). benchmarks/clp_kernels.py
+    --paths measures both."""
+    if n_states < WIDE_STATES or int(arch.split("_")[1]) < 80:
+        return False
+    return precision == "double" or n_states > 32
 
 
 def default_pattern_block(n_states: int, n_categories: int) -> int:
@@ -56,7 +80,7 @@ class CudaBackend:
 
     def __init__(self, spec: InstanceSpec, *, device=None, precision: str = "double",
                  pattern_block: int | None = None, min_blocks: int | None = None, chains: int = 1,
-                 asynchronous: bool = False):
+                 asynchronous: bool = False, mma: bool | None = None, tuning: dict | None = None):
         from .context import Device, open_device
 
         if spec.n_categories > 32 or spec.n_states > 64:
@@ -68,8 +92,12 @@ class CudaBackend:
         self.dtype = np.float64 if precision == "double" else np.float32
         self.dev = device if isinstance(device, Device) else open_device(device)
         self.chains = chains
-        self.defines = kernel_defines(spec.n_states, spec.n_categories, precision, pattern_block, min_blocks)
-        self.pattern_block = self.defines["PATTERN_BLOCK"]
+        self.mma = uses_mma(spec.n_states, self.dev.arch, precision) if mma is None else bool(mma)
+        self.defines = kernel_defines(spec.n_states, spec.n_categories, precision, pattern_block, min_blocks,
+                                      self.mma)
+        self.defines.update(tuning or {})                     # benchmarks: extra -D flags of the kernels
+        self.pattern_block = self.defines["PATTERN_BLOCK"]   # patterns per block and tile step
+        self.block = (32, MMA_WARPS, 1) if self.mma else (self.pattern_block, spec.n_categories, 1)
         self.tip_states = np.full((spec.n_tips, spec.n_patterns), spec.n_states, dtype=np.uint8)
         self.tip_partials: list[np.ndarray | None] = [None] * spec.n_tips
         self.category_rates = np.ones(spec.n_categories)
@@ -86,6 +114,9 @@ class CudaBackend:
     # ------------------------------------------------------------------ setup
     def _load_kernels(self) -> None:
         import pycuda.driver as drv
+        from pycuda._pvt_struct import pack     # what prepared_async_call packs arguments with
+
+        self._pack = pack
 
         from .compiler import load_module
 
@@ -106,7 +137,10 @@ class CudaBackend:
         s, c, r = self.spec.n_states, self.spec.n_categories, self.real
         self.mat_shared = c * s * matrix_stride(s, r) * r
         self.partials_shared = 2 * self.mat_shared + c * self.pattern_block * r
-        if s >= WIDE_STATES:                  # the output tile of the wide-row path (likelihood_partials.cu)
+        if self.mma:                          # both children's matrices in fragment order, if they fit
+            frag = 2 * mma_fragment_bytes(s, c)
+            self.partials_shared = frag if frag <= MMA_SHARED_LIMIT else 16
+        elif s >= WIDE_STATES:                # the output tile of the wide-row path (likelihood_partials.cu)
             self.partials_shared += c * self.pattern_block * (s + 1) * r
         for fn, size in ((self.k_partials, self.partials_shared), (self.k_jobs, self.partials_shared),
                          (self.k_root, self.mat_shared)):
@@ -311,10 +345,9 @@ class CudaBackend:
         spec = self.spec
         n_tiles = -(-spec.n_patterns // self.pattern_block)
         gx = int(min(n_tiles, max(1, -(-self.blocks_per_sm * self.n_sm // n))))
-        self.k_partials.prepared_async_call(
-            (gx, n), (self.pattern_block, spec.n_categories, 1), stream, d_ops, start, spec.n_patterns,
-            spec.n_tips, self.d_partials, self._tip_partials_ptr(), self.d_tip_states, self.d_tip_index,
-            self.d_matrices, self.d_scale, shared_size=self.partials_shared)
+        self._launch(self.k_partials, (gx, n), self.block, self.partials_shared, d_ops, start, spec.n_patterns,
+                     spec.n_tips, self.d_partials, self._tip_partials_ptr(), self.d_tip_states, self.d_tip_index,
+                     self.d_matrices, self.d_scale, stream=stream)
 
     def launch_jobs(self, d_ops, d_spans, n_jobs: int, stream=None) -> None:
         """One launch of every job's operations (update_partials_jobs): blockIdx.y = job, each block
@@ -324,10 +357,9 @@ class CudaBackend:
         for first in range(0, n_jobs, MAX_GRID_Y):
             n = min(MAX_GRID_Y, n_jobs - first)
             gx = int(min(n_tiles, max(1, -(-self.blocks_per_sm * self.n_sm // n))))
-            self.k_jobs.prepared_async_call(
-                (gx, n), (self.pattern_block, spec.n_categories, 1), stream, d_ops, d_spans + 16 * first,
-                spec.n_patterns, spec.n_tips, self.d_partials, self._tip_partials_ptr(), self.d_tip_states,
-                self.d_tip_index, self.d_matrices, self.d_scale, shared_size=self.partials_shared)
+            self._launch(self.k_jobs, (gx, n), self.block, self.partials_shared, d_ops, d_spans + 16 * first,
+                         spec.n_patterns, spec.n_tips, self.d_partials, self._tip_partials_ptr(), self.d_tip_states,
+                         self.d_tip_index, self.d_matrices, self.d_scale, stream=stream)
 
     # ------------------------------------------------------------------ one generation, one copy
     def batch_launch(self, matrix_groups, ops: np.ndarray, counts, scale_jobs, root_calls, tag: str = ""):
@@ -343,52 +375,69 @@ class CudaBackend:
 
     def launch_packed(self, flush, tag: str = ""):
         """batch_launch of a flush already packed (mbgpu.cuda.batch.PackedFlush, the layout pack_flush
-        writes; the compiled sampler core writes it directly): the copy up and every launch, queued."""
-        s, c = self.spec.n_states, self.spec.n_categories
-        blob, sizes, n_mat, params = flush.blob, flush.sizes, flush.n_mat, flush.params
-        counts = flush.counts
-        n_scale_jobs, n_roots = sizes[3] // SCALE_JOB_WIDTH, sizes[5] // ROOT_JOB_WIDTH
-        n_int = sum(sizes)
+        writes; the compiled sampler core writes it directly): the copy up and every launch, queued.
+        Host time per flush is what bounds a GPU generation on mid-sized data, so this path keeps to
+        Python integers and raw launches (about 12 us a launch on the H100 host's Xeon)."""
+        sizes, n_mat = flush.sizes, flush.n_mat
         p = self.spec.n_patterns
-        gx = int(min(-(-p // ROOT_BLOCK), 1024))
         with self.dev:
             self._sync_tips()
-            compat = self._invariant_site_table() if np.any(params[:, -2] > 0.0) else 0
-            if self.staging is not None:              # the previous flush of this tag is done with its buffers
-                self.staging.wait(tag)
-                base = int(self._work("batch" + tag, blob.nbytes))
-                self.staging.upload("batch" + tag, base, blob)
-            else:
-                base = self._upload("batch" + tag, blob)
-            at = np.cumsum([0] + sizes) * 8 + base            # byte addresses of the int sections
-            real0 = base + 8 * n_int
+            compat = self._compat_pointer(flush.params)
+            at, addr = [], self._stage(flush.blob, tag)
+            for n in sizes:                                   # byte addresses of the int sections, then reals
+                at.append(addr)
+                addr += 8 * n
+            real0 = addr
             if n_mat:
-                n_e, total = flush.n_eig, n_mat * c * s * s
-                grid = (int(min(-(-total // 256), 8 * self.n_sm * 8)), 1)
-                self.k_matrices.prepared_async_call(grid, (256, 1, 1), None, n_mat, int(at[0]), real0, int(at[1]),
-                                                    real0 + 8 * n_mat, real0 + 8 * (n_mat + n_e * (s + 2 * s * s)),
-                                                    self.d_matrices)
+                self._launch_matrices(n_mat, flush.n_eig, at, real0)
             if sizes[6]:
-                self.launch_jobs(int(at[2]), int(at[6]), sizes[6] // 2)
+                self.launch_jobs(at[2], at[6], sizes[6] // 2)
             first = 0
-            for count in counts:
+            for count in flush.counts:
                 for start in range(first, first + count, MAX_GRID_Y):
-                    self.launch_level(int(at[2]), start, min(MAX_GRID_Y, first + count - start))
+                    self.launch_level(at[2], start, min(MAX_GRID_Y, first + count - start))
                 first += count
+            n_scale_jobs, n_roots = sizes[3] // SCALE_JOB_WIDTH, sizes[5] // ROOT_JOB_WIDTH
             if n_scale_jobs:
-                grid = (int(min(-(-p // 256), 4 * self.n_sm)), n_scale_jobs)
-                self.k_scale.prepared_async_call(grid, (256, 1, 1), None, self.d_scale, p, int(at[3]), int(at[4]))
-            d_params = real0 + 8 * flush.params_at
+                self._launch(self.k_scale, (min(-(-p // 256), 4 * self.n_sm), n_scale_jobs), (256, 1, 1), 0,
+                             self.d_scale, p, at[3], at[4])
+            gx = min(-(-p // ROOT_BLOCK), 1024)
             d_sums = self._work("root_sums" + tag, 16 * gx * n_roots)
-            self.k_root.prepared_async_call((gx, n_roots), (ROOT_BLOCK, 1, 1), None, int(at[5]), d_params, p,
-                                            self.spec.n_tips, self.d_partials, self._tip_partials_ptr(),
-                                            self.d_tip_states, self.d_tip_index, self.d_matrices, self.d_scale,
-                                            compat, self.d_weights, 0, d_sums, shared_size=self.mat_shared)
+            self._launch(self.k_root, (gx, n_roots), (ROOT_BLOCK, 1, 1), self.mat_shared, at[5],
+                         real0 + 8 * flush.params_at, p, self.spec.n_tips, self.d_partials, self._tip_partials_ptr(),
+                         self.d_tip_states, self.d_tip_index, self.d_matrices, self.d_scale, compat, self.d_weights,
+                         0, d_sums)
             if self.staging is not None:              # the sums come back right behind this flush's root kernel
                 out = self.staging.download("sums" + tag, d_sums, 16 * gx * n_roots)
                 self.staging.record(tag)
                 return (d_sums, n_roots, gx, (tag, out))
         return (d_sums, n_roots, gx)
+
+    def _stage(self, blob: np.ndarray, tag: str) -> int:
+        """Copy a flush up (page-locked and asynchronous when the backend is); its device address."""
+        if self.staging is None:
+            return self._upload("batch" + tag, blob)
+        self.staging.wait(tag)                        # the previous flush of this tag is done with its buffers
+        base = int(self._work("batch" + tag, blob.nbytes))
+        self.staging.upload("batch" + tag, base, blob)
+        return base
+
+    def _compat_pointer(self, params: np.ndarray) -> int:
+        """The invariant-site table's address when a root call has pinvar > 0 (or the table exists), else 0."""
+        if self._compat_ready:
+            return int(self.d_compat)
+        return self._invariant_site_table() if any(v > 0.0 for v in params[:, -2].tolist()) else 0
+
+    def _launch_matrices(self, n_mat: int, n_eig: int, at: list, real0: int) -> None:
+        s, c = self.spec.n_states, self.spec.n_categories
+        grid = (min(-(-(n_mat * c * s * s) // 256), 8 * self.n_sm * 8), 1)
+        self._launch(self.k_matrices, grid, (256, 1, 1), 0, n_mat, at[0], real0, at[1], real0 + 8 * n_mat,
+                     real0 + 8 * (n_mat + n_eig * (s + 2 * s * s)), self.d_matrices)
+
+    def _launch(self, func, grid, block, shared: int, *args, stream=None) -> None:
+        """One asynchronous launch of a prepared kernel: pycuda's prepared_async_call without its
+        per-call import, block-shape call and texture loop (pycuda's own launch entry point)."""
+        func._launch_kernel(grid, block, self._pack(func.arg_format, *args), shared, stream)
 
     def batch_fetch(self, handle) -> list[float]:
         """The root log likelihoods of a batch_launch (waits for its launches: one small copy; with

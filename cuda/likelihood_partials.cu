@@ -39,6 +39,13 @@ __device__ __forceinline__ Child child_of(i64 b, i64 n_tips, i64 n_patterns, con
     return ch;
 }
 
+#ifndef WIDE_MMA
+#define WIDE_MMA 0
+#endif
+#if WIDE_MMA
+#include "likelihood_mma.cuh"
+#endif
+
 // One child's contribution for pattern p, category c: '=' (first child) or '*=' (second child).
 template <bool STATE, bool MUL>
 __device__ __forceinline__ void child_term(REAL (&out)[STATES], const Child& ch, const REAL* m, int c, i64 p) {
@@ -208,10 +215,18 @@ __device__ void update_tiles_wide(const Child& a, const REAL* ma, const Child& b
 #define WIDE (STATES >= 12)
 #endif
 
-#if MIN_BLOCKS > 1
-#define PARTIALS_BOUNDS __launch_bounds__(PATTERN_BLOCK * CATEGORIES, MIN_BLOCKS)
+#ifndef MMA_WARPS               // warps of a block on the tensor-core path (blockDim = 32 x MMA_WARPS)
+#define MMA_WARPS 8
+#endif
+#if WIDE_MMA
+#define BLOCK_THREADS (32 * MMA_WARPS)
 #else
-#define PARTIALS_BOUNDS __launch_bounds__(PATTERN_BLOCK * CATEGORIES)
+#define BLOCK_THREADS (PATTERN_BLOCK * CATEGORIES)
+#endif
+#if MIN_BLOCKS > 1
+#define PARTIALS_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS)
+#else
+#define PARTIALS_BOUNDS __launch_bounds__(BLOCK_THREADS)
 #endif
 
 // One operation for this block's pattern tiles (the caller has synchronised the block before it:
@@ -221,14 +236,34 @@ __device__ __forceinline__ void run_op(const i64* op, i64 n_patterns, i64 n_tips
                                        const unsigned char* __restrict__ tip_states,
                                        const i64* __restrict__ tip_index, const REAL* __restrict__ matrices,
                                        double* scale, REAL* sm) {
-    REAL* smax = sm + 2 * MAT_SHARED;                         // [CATEGORIES][PATTERN_BLOCK]
     const i64 dest = op[0], sw = op[1], sr = op[2];
     const i64 mats[2] = {op[4], op[6]};
+    REAL* out = partials + (size_t)(dest - n_tips) * CATEGORIES * (size_t)n_patterns * STATES;
+#if WIDE_MMA
+    double* bs = reinterpret_cast<double*>(sm);               // [2][FRAG_MATRIX] when MMA_B_SHARED
+#if MMA_B_SHARED
+    load_fragments_shared(bs, matrices, mats, 2);
+#endif
+    __syncthreads();
+    const Child a = child_of(op[3], n_tips, n_patterns, partials, tip_partials, tip_states, tip_index);
+    const Child b = child_of(op[5], n_tips, n_patterns, partials, tip_partials, tip_states, tip_index);
+    const double* fa = bs;
+    const double* fb = bs + FRAG_MATRIX;
+    if (a.states && b.states) {
+        update_tiles_mma<true, true>(a, fa, mats[0], b, fb, mats[1], matrices, out, n_patterns, sw, sr, scale);
+    } else if (a.states) {
+        update_tiles_mma<true, false>(a, fa, mats[0], b, fb, mats[1], matrices, out, n_patterns, sw, sr, scale);
+    } else if (b.states) {
+        update_tiles_mma<true, false>(b, fb, mats[1], a, fa, mats[0], matrices, out, n_patterns, sw, sr, scale);
+    } else {
+        update_tiles_mma<false, false>(a, fa, mats[0], b, fb, mats[1], matrices, out, n_patterns, sw, sr, scale);
+    }
+#else
+    REAL* smax = sm + 2 * MAT_SHARED;                         // [CATEGORIES][PATTERN_BLOCK]
     load_matrices_shared(sm, matrices, mats, 2);
     __syncthreads();
     const Child a = child_of(op[3], n_tips, n_patterns, partials, tip_partials, tip_states, tip_index);
     const Child b = child_of(op[5], n_tips, n_patterns, partials, tip_partials, tip_states, tip_index);
-    REAL* out = partials + (size_t)(dest - n_tips) * CATEGORIES * (size_t)n_patterns * STATES;
     const REAL* ma = sm;
     const REAL* mb = sm + MAT_SHARED;
 #if WIDE
@@ -254,6 +289,7 @@ __device__ __forceinline__ void run_op(const i64* op, i64 n_patterns, i64 n_tips
     } else {                                    // internal-internal (down_0), also tip partials
         update_tiles<false, false>(a, ma, b, mb, out, n_patterns, sw, sr, scale, smax);
     }
+#endif
 #endif
 }
 

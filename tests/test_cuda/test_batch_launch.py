@@ -16,15 +16,34 @@ class K:
     def __init__(self, log, name):
         self.log, self.name = log, name
 
-    def prepared_async_call(self, grid, block, stream, *args, **kw):
+    arg_format = ""
+
+    def _launch_kernel(self, grid, block, args, shared, stream):
         self.log.append((self.name, args))
 
 
-class Fake:
-    """The attributes CudaBackend's launch methods read; launch_packed is the real one."""
+def launcher(fn):
+    """A kernel stand-in whose launches call fn(grid, block, stream, *args)."""
+    import types
 
-    def launch_packed(self, flush, tag=""):
-        return CudaBackend.launch_packed(self, flush, tag)
+    return types.SimpleNamespace(arg_format="", _launch_kernel=lambda grid, block, args, shared, stream:
+                                 fn(grid, block, stream, *args))
+
+
+class Fake:
+    """The attributes CudaBackend's launch methods read; launch_packed and its helpers are the real ones
+    (arguments are 'packed' as the tuple itself)."""
+
+    _compat_ready = False
+    launch_packed = CudaBackend.launch_packed
+    _stage = CudaBackend._stage
+    _compat_pointer = CudaBackend._compat_pointer
+    _launch_matrices = CudaBackend._launch_matrices
+    _launch = CudaBackend._launch
+
+    @staticmethod
+    def _pack(fmt, *args):
+        return args
 
 
 def test_batch_launch_packs_every_section():
@@ -148,7 +167,7 @@ def test_async_flushes_keep_their_staging_until_their_event(monkeypatch):
     work = {}
     f._work = lambda name, n: work.setdefault(name, drv.alloc(n))
     f.launch_level = lambda d_ops, start, n: None
-    f.k_matrices = f.k_scale = types.SimpleNamespace(prepared_async_call=lambda *a, **k: None)
+    f.k_matrices = f.k_scale = launcher(lambda *a: None)
     uploads = []
 
     def root_kernel(grid, block, stream, *args, **kw):
@@ -162,7 +181,7 @@ def test_async_flushes_keep_their_staging_until_their_event(monkeypatch):
             drv.mem[d_sums][:sums.nbytes] = sums.tobytes()
         drv.pending.append(write)
 
-    f.k_root = types.SimpleNamespace(prepared_async_call=root_kernel)
+    f.k_root = launcher(root_kernel)
     f.d_matrices, f.d_scale, f.d_partials, f.d_tip_states, f.d_tip_index, f.d_weights = 1, 2, 3, 4, 5, 6
     f._tip_partials_ptr = lambda: 7
     m = build_model(ModelSpec(datatype="dna"))

@@ -577,17 +577,39 @@ def compensated_totals(sums: np.ndarray) -> list[float]:
             for row, s in zip(flat.tolist(), sums[:, :, 0])]
 
 
-def backend_factory(*, device=None, precision: str = "double", asynchronous: bool = False):
+def backend_factory(*, device=None, precision: str = "double", asynchronous: bool = False, devices=None,
+                    memory_limit: int | None = None):
     """A factory InstanceSpec -> CudaBackend sharing one opened device (for PartitionLikelihood).
 
     `device`: a Device or a device index (None: device 0); `asynchronous`: page-locked asynchronous
-    flushes (mbgpu.cuda.async_io; runs get them from choose_backend, on by default there)."""
+    flushes (mbgpu.cuda.async_io; runs get them from choose_backend, on by default there). An instance
+    too large for the device becomes a PatternSplit (mbgpu.cuda.split) over `devices` (indices, the
+    first being `device`'s; default: that device alone, so such an instance stops with memory_plan's
+    error); `memory_limit`: bytes one slice may use instead of a device's free memory (tests and
+    benchmarks set it to split on one GPU)."""
     from .context import Device, open_device
+    from .split import PatternSplit, slices_needed
 
     dev = device if isinstance(device, Device) else open_device(device)
+    others = [d for d in (devices or []) if d != getattr(dev, "index", None)]
 
-    def make(spec: InstanceSpec) -> CudaBackend:
-        return CudaBackend(spec, device=dev, precision=precision, asynchronous=asynchronous)
+    def part(spec: InstanceSpec, device) -> CudaBackend:
+        return CudaBackend(spec, device=device, precision=precision, asynchronous=asynchronous)
+
+    def make(spec: InstanceSpec):
+        if memory_limit is None and not others:  # one GPU: whole instances (its plan's error if too big)
+            return part(spec, dev)
+        budget = memory_limit if memory_limit is not None else dev.mem_get_info()[0]
+        k = slices_needed(spec, precision, budget)
+        if k == 1:
+            return part(spec, dev)
+        opened = [dev] + [open_device(i) for i in others]
+        if memory_limit is None:
+            k = max(slices_needed(spec, precision, min(d.mem_get_info()[0] for d in opened)), k)
+            if k > len(opened):                  # one slice per GPU at most: let the plan's error speak
+                return part(spec, dev)
+            opened = opened[:k]
+        return PatternSplit(spec, part, opened, k)
 
     make.device = dev          # other GPU work of the run (ParsSPR's parsimony) goes to the same device
     make.asynchronous = asynchronous    # ... and is asynchronous when the flushes are

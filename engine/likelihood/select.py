@@ -61,9 +61,13 @@ def _cuda_available() -> bool:
 
 
 def _gpu_factory(precision: str, device: int | None = None, asynchronous: bool = False) -> Callable:
+    """The CUDA factory: on `device` (under MPI, the rank's), or, when none is named, on device 0 with
+    every visible GPU available to an instance too large for one (mbgpu.cuda.split)."""
     from mbgpu.cuda.backend import backend_factory
+    from mbgpu.cuda.context import list_devices
 
-    return backend_factory(precision=precision, device=device, asynchronous=asynchronous)
+    devices = None if device is not None else [d.index for d in list_devices()]
+    return backend_factory(precision=precision, device=device, asynchronous=asynchronous, devices=devices)
 
 
 # Below this much work per node update (data_work) the compiled CPU core runs a generation faster than

@@ -33,7 +33,7 @@ class Meter:
 
     def __init__(self):
         self.t = np.zeros(3)
-        self.flushes = self.ops = self.levels = self.mats = self.roots = self.steps = 0
+        self.flushes = self.ops = self.levels = self.mats = self.roots = self.steps = self.launches = 0
         self.span = [None, None]
         self.bytes = 0.0
         self.backend = None
@@ -90,6 +90,8 @@ class Meter:
         n_roots = flush.sizes[5] // 4
         part = c * p * s * real
         self.flushes += 1
+        fused = getattr(flush, "paired", False) and flush.sizes[3] // 5 == n_roots
+        self.launches += (flush.n_mat > 0) + 1 + (flush.sizes[3] > 0 and not fused) + 1
         self.ops += n_ops
         self.levels += len(flush.counts)
         self.mats += flush.n_mat
@@ -162,7 +164,7 @@ def run(data: dict, ngen: int, precision: str, folder: str) -> dict:
             "wall_s": wall, "gen_per_s": 1.0 / per_gen, "plan_us": 1e6 * meter.t[0] / g,
             "launch_us": 1e6 * meter.t[1] / g, "wait_us": 1e6 * meter.t[2] / g,
             "ops": meter.ops / g, "levels": meter.levels / g, "matrices": meter.mats / g,
-            "launches": 4 * meter.flushes / g, "MB_moved": meter.bytes / g / 1e6,
+            "launches": meter.launches / g, "MB_moved": meter.bytes / g / 1e6,
             "copy_GBps": bw / 1e9, "bandwidth_bound_gen_per_s": bw / (meter.bytes / g),
             "fraction_of_bound": (1.0 / per_gen) / (bw / (meter.bytes / g))}
 

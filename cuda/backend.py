@@ -129,7 +129,7 @@ class CudaBackend:
         self.k_jobs = jobs.get_function("update_partials_jobs")
         self.k_jobs.prepare("PPqqPPPPPP")
         self.k_root = self._modules[1].get_function("root_lnl")
-        self.k_root.prepare("PPqqPPPPPPPPPP")
+        self.k_root.prepare("PPqqPPPPPPPPPPPP")
         self.k_scale = self._modules[1].get_function("scale_jobs")
         self.k_scale.prepare("PqPP")
         self.k_matrices = self._modules[2].get_function("transition_matrices")
@@ -398,7 +398,8 @@ class CudaBackend:
                     self.launch_level(at[2], start, min(MAX_GRID_Y, first + count - start))
                 first += count
             n_scale_jobs, n_roots = sizes[3] // SCALE_JOB_WIDTH, sizes[5] // ROOT_JOB_WIDTH
-            if n_scale_jobs:
+            fused = flush.paired and n_scale_jobs == n_roots      # the root kernel sums the scale rows
+            if n_scale_jobs and not fused:
                 self._launch(self.k_scale, (min(-(-p // 256), 4 * self.n_sm), n_scale_jobs), (256, 1, 1), 0,
                              self.d_scale, p, at[3], at[4])
             gx = min(-(-p // ROOT_BLOCK), 1024)
@@ -406,7 +407,7 @@ class CudaBackend:
             self._launch(self.k_root, (gx, n_roots), (ROOT_BLOCK, 1, 1), self.mat_shared, at[5],
                          real0 + 8 * flush.params_at, p, self.spec.n_tips, self.d_partials, self._tip_partials_ptr(),
                          self.d_tip_states, self.d_tip_index, self.d_matrices, self.d_scale, compat, self.d_weights,
-                         0, d_sums)
+                         0, d_sums, at[3] if fused else 0, at[4] if fused else 0)
             if self.staging is not None:              # the sums come back right behind this flush's root kernel
                 out = self.staging.download("sums" + tag, d_sums, 16 * gx * n_roots)
                 self.staging.record(tag)
@@ -515,7 +516,7 @@ class CudaBackend:
             self.k_root.prepared_call((gx, len(calls)), (ROOT_BLOCK, 1, 1), d_jobs, d_params, p, spec.n_tips,
                                       self.d_partials, self._tip_partials_ptr(), self.d_tip_states,
                                       self.d_tip_index, self.d_matrices, self.d_scale, compat, self.d_weights,
-                                      d_sites, d_sums, shared_size=self.mat_shared)
+                                      d_sites, d_sums, 0, 0, shared_size=self.mat_shared)
             sums = np.empty((len(calls), gx, 2))
             drv.memcpy_dtoh(sums, d_sums)
             sites = None

@@ -160,7 +160,9 @@ class PackedFlush:
     int64 (edge lengths, `n_eig` eigensystems, their category rates, root parameters, which start
     `params_at` reals in). Ops come either grouped by dependency level (`counts` per level, no job
     spans: one launch per level) or job by job, each child-first, with (first op, count) per job in
-    the spans section (one launch for all of them: update_partials_jobs)."""
+    the spans section (one launch for all of them: update_partials_jobs). `paired`: scale job j and root
+    job j name the same cumulative buffer (the compiled core's flushes), so the root kernel sums the
+    scale rows itself and the scale launch is saved."""
 
     blob: np.ndarray
     sizes: list
@@ -169,6 +171,7 @@ class PackedFlush:
     params_at: int
     n_eig: int
     counts: list
+    paired: bool = False
 
 
 def pack_flush(matrix_groups, ops: np.ndarray, scale_jobs, root_calls, n_states: int,

@@ -4,7 +4,8 @@
 // (times P x child when an edge child finishes a trifurcating root), log, + cumulative log scale,
 // mixed with pinvar * L_inv in log space; sum_p n_p log L_p with Neumaier-compensated per-thread
 // sums and an error-free (TwoSum) block reduction; the host adds the block pairs with math.fsum.
-// scale_jobs: cumulative (+)= / -= sum of listed scale buffers, one job per blockIdx.y.
+// scale_jobs: cumulative (+)= / -= sum of listed scale buffers, one job per blockIdx.y; root_lnl does the
+// same for its own job when given the scale table (the compiled core's flushes pair them: one launch less).
 #include "likelihood.cuh"
 
 #ifndef ROOT_BLOCK
@@ -27,6 +28,19 @@ __device__ __forceinline__ double logaddexp(double a, double b) {
     if (b == -INFINITY) return a;
     const double m = fmax(a, b);
     return m + log1p(exp(-fabs(a - b)));
+}
+
+// One pattern of a scale job jb = (cumulative, reset, first, count, sign): the cumulative row's new value,
+// written back and returned (the arithmetic of scale_jobs, so fused and separate launches agree bit for bit).
+__device__ __forceinline__ double scale_job_row(double* scale, i64 n_patterns, const i64* jb, const i64* idx,
+                                                i64 p) {
+    double acc = 0.0;
+    for (i64 k = 0; k < jb[3]; ++k) acc += scale[(size_t)idx[jb[2] + k] * n_patterns + p];
+    double* dst = scale + (size_t)jb[0] * n_patterns + p;
+    const double base = jb[1] ? 0.0 : *dst;
+    const double v = jb[4] > 0 ? base + acc : base - acc;
+    *dst = v;
+    return v;
 }
 
 // sum_c w_c sum_s pi_s R[c,p,s] (x child term) for one pattern.
@@ -57,8 +71,9 @@ extern "C" __global__ void __launch_bounds__(ROOT_BLOCK)
 root_lnl(const i64* __restrict__ jobs, const double* __restrict__ params, i64 n_patterns, i64 n_tips,
          const REAL* __restrict__ partials, const REAL* __restrict__ tip_partials,
          const unsigned char* __restrict__ tip_states, const i64* __restrict__ tip_index,
-         const REAL* __restrict__ matrices, const double* __restrict__ scale, const double* __restrict__ compat,
-         const double* __restrict__ pattern_weights, double* __restrict__ site_out, double* __restrict__ block_sums) {
+         const REAL* __restrict__ matrices, double* scale, const double* __restrict__ compat,
+         const double* __restrict__ pattern_weights, double* __restrict__ site_out, double* __restrict__ block_sums,
+         const i64* __restrict__ scale_table, const i64* __restrict__ scale_idx) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     REAL* sm = reinterpret_cast<REAL*>(smem_raw);                     // the edge child's matrices
     __shared__ double red_s[ROOT_BLOCK], red_e[ROOT_BLOCK];
@@ -66,6 +81,7 @@ root_lnl(const i64* __restrict__ jobs, const double* __restrict__ params, i64 n_
     const i64* jb = jobs + (size_t)job * JOB_WIDTH;
     const double* par = params + (size_t)job * PARAM_WIDTH;
     const i64 root = jb[0], cum = jb[1], child = jb[2];
+    const i64* sj = scale_table ? scale_table + (size_t)job * 5 : nullptr;   // fused scale job (same cum)
     const size_t ps = (size_t)n_patterns * STATES;
     const REAL* rbuf = partials + (size_t)(root - n_tips) * CATEGORIES * ps;
     const REAL* cvec = nullptr;
@@ -88,7 +104,11 @@ root_lnl(const i64* __restrict__ jobs, const double* __restrict__ params, i64 n_
     double s = 0.0, e = 0.0;
     for (i64 p = (i64)blockIdx.x * ROOT_BLOCK + threadIdx.x; p < n_patterns; p += (i64)gridDim.x * ROOT_BLOCK) {
         double ln = log(site_likelihood(rbuf, cvec, cstride, cstates, sm, par, p, n_patterns));
-        if (cum >= 0) ln += scale[(size_t)cum * n_patterns + p];
+        if (sj) {
+            ln += scale_job_row(scale, n_patterns, sj, scale_idx, p);
+        } else if (cum >= 0) {
+            ln += scale[(size_t)cum * n_patterns + p];
+        }
         if (pinvar > 0.0) {
             double inv = 0.0;
             for (int k = 0; k < STATES; ++k) inv += compat[(size_t)p * STATES + k] * par[k];
@@ -123,12 +143,7 @@ root_lnl(const i64* __restrict__ jobs, const double* __restrict__ params, i64 n_
 extern "C" __global__ void scale_jobs(double* scale, i64 n_patterns, const i64* __restrict__ jobs,
                                       const i64* __restrict__ idx) {
     const i64* jb = jobs + (size_t)blockIdx.y * 5;
-    const i64 cum = jb[0], reset = jb[1], first = jb[2], count = jb[3], sign = jb[4];
     for (i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x; p < n_patterns; p += (i64)gridDim.x * blockDim.x) {
-        double acc = 0.0;
-        for (i64 k = 0; k < count; ++k) acc += scale[(size_t)idx[first + k] * n_patterns + p];
-        double* dst = scale + (size_t)cum * n_patterns + p;
-        const double base = reset ? 0.0 : *dst;
-        *dst = sign > 0 ? base + acc : base - acc;
+        scale_job_row(scale, n_patterns, jb, idx, p);
     }
 }

@@ -74,7 +74,7 @@ class DeviceDivision(ChainRows):
         sizes = self.sizes.tolist()
         reals = blob[sum(sizes):total].view(np.float64)
         params = reals[params_at:].reshape(sizes[5] // ROOT_JOB_WIDTH, self.n_states + self.n_categories + 2)
-        return PackedFlush(blob[:total], sizes, sizes[0], params, int(params_at), int(n_eig), [])
+        return PackedFlush(blob[:total], sizes, sizes[0], params, int(params_at), int(n_eig), [], paired=True)
 
 
 def flush_capacity(n_chains: int, n_nodes: int, n_tips: int, n_states: int, n_categories: int) -> int:

@@ -97,6 +97,7 @@ def test_batch_launch_packs_every_section():
     assert np.array_equal(ints(a[0], jobs.size).reshape(jobs.shape), jobs)
     assert np.array_equal(reals(a[1], params.size).reshape(params.shape), params)
     assert a[2] == 100 and a[3] == 5 and a[10] == 777 and a[12] == 0 and a[13] == ("buf", "root_sumsx", 16 * 1 * 2)
+    assert a[14:] == (0, 0)                              # a flush not from the core: scale sums launched apart
     assert h[1:] == (2, 1)
 
 
@@ -295,7 +296,9 @@ def test_a_flush_in_jobs_goes_out_in_one_partials_launch(tmp_path):
     f.d_matrices, f.d_scale, f.d_partials, f.d_tip_states, f.d_tip_index, f.d_weights = "M", "S", "P", "TS", "TI", "W"
     f._tip_partials_ptr = lambda: "TP"
     CudaBackend.launch_packed(f, flush)
-    assert [name for name, _a in log] == ["mat", "jobs", "scale", "root"]
+    assert flush.paired and [name for name, _a in log] == ["mat", "jobs", "root"]   # the root sums the scales
+    root_args = log[2][1]
+    assert root_args[-2] == BASE + 8 * sum(flush.sizes[:3]) and root_args[-1] == BASE + 8 * sum(flush.sizes[:4])
     got = unpack_flush(flush, f.spec.n_states, f.spec.n_categories)
     blob = store["blob"]
     d_ops, d_spans, n_jobs = log[1][1]

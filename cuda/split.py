@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from mbgpu.mpi.sitesplit import pattern_slice
+from mbgpu.patterns import pattern_slice
 
 from .memory_plan import RESERVE_BYTES, plan_instance
 

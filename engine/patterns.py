@@ -74,3 +74,15 @@ def _standard_k(sub: np.ndarray, all_mask: int) -> np.ndarray:
     ors = np.bitwise_or.reduce(observed, axis=0) if sub.shape[0] else np.zeros(sub.shape[1], np.uint32)
     highest = np.array([int(v).bit_length() - 1 if v else 0 for v in ors.tolist()], dtype=np.int64)
     return np.maximum(highest + 1, 2)
+
+
+def pattern_slice(n_patterns: int, k: int, member: int) -> tuple[int, int]:
+    """[lo, hi) of the patterns member `member` of `k` holds (the first members take one more): the
+    contiguous slices of mbgpu.mpi.sitesplit's ranks and mbgpu.cuda.split's GPUs.
+
+    >>> [pattern_slice(10, 3, i) for i in range(3)]
+    [(0, 4), (4, 7), (7, 10)]
+    """
+    base, extra = divmod(n_patterns, k)
+    lo = member * base + min(member, extra)
+    return lo, lo + base + (member < extra)

@@ -13,16 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-
-def pattern_slice(n_patterns: int, k: int, member: int) -> tuple[int, int]:
-    """[lo, hi) of the patterns member `member` of `k` holds (the first members take one more).
-
-    >>> [pattern_slice(10, 3, i) for i in range(3)]
-    [(0, 4), (4, 7), (7, 10)]
-    """
-    base, extra = divmod(n_patterns, k)
-    lo = member * base + min(member, extra)
-    return lo, lo + base + (member < extra)
+from mbgpu.patterns import pattern_slice
 
 
 class SplitBackend:

@@ -6,7 +6,7 @@ from mbgpu.errors import CommandError, DeviceError
 from mbgpu.mpi import comm as mcomm
 from mbgpu.mpi.devices import pick_device
 from mbgpu.mpi.layout import Layout
-from mbgpu.mpi.sitesplit import pattern_slice
+from mbgpu.patterns import pattern_slice
 
 
 @pytest.mark.parametrize("runs,chains,size", [(2, 4, n) for n in range(1, 9)] + [(1, 1, 1), (3, 3, 4), (2, 2, 3)])
@@ -139,12 +139,12 @@ def test_pattern_slices_cover_once(n, k):
     assert max(h - l for l, h in cuts) - min(h - l for l, h in cuts) <= 1
 
 
-@pytest.mark.parametrize("name", ["layout", "devices", "sitesplit"])
+@pytest.mark.parametrize("name", ["mpi.layout", "mpi.devices", "patterns"])
 def test_doctests(name):
     import doctest
     import importlib
 
-    result = doctest.testmod(importlib.import_module("mbgpu.mpi." + name))
+    result = doctest.testmod(importlib.import_module("mbgpu." + name))
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -610,6 +610,11 @@ def backend_factory(*, device=None, precision: str = "double", asynchronous: boo
             if k > len(opened):                  # one slice per GPU at most: let the plan's error speak
                 return part(spec, dev)
             opened = opened[:k]
+        note = getattr(make, "note", None)      # the run's console (choose_backend sets it)
+        if note is not None:
+            on = sorted({d.index for d in opened})
+            note("   %d site patterns do not fit one GPU's memory: split into %d slices on GPU%s %s"
+                 % (spec.n_patterns, k, "s" if len(on) > 1 else "", ", ".join(map(str, on))))
         return PatternSplit(spec, part, opened, k)
 
     make.device = dev          # other GPU work of the run (ParsSPR's parsimony) goes to the same device

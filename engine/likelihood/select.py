@@ -149,6 +149,8 @@ def choose_backend(options: Mapping, console, cuda_present: Callable[[], bool] |
     kind, precision, scaling, reason = decide(options, cuda_present or _cuda_available, work)
     if kind == "gpu":
         cpu_name, make = "numpy", _gpu_factory(precision, device, asynchronous)
+        if hasattr(make, "device"):                   # mbgpu.cuda.backend's factory: it says when it splits
+            make.note = console.print
     else:
         cpu_name, make = _cpu_factory(cpu)
     choice = BackendChoice(kind, precision, scaling, reason, make, cpu_name)

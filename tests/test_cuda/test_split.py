@@ -122,3 +122,43 @@ def test_compiled_core_runs_a_split_instance_like_numpy(shared_data, tmp_path, m
     gpu = trace_run(interp.settings, counted, opts)
     assert made and all(isinstance(b, PatternSplit) and len(b.parts) >= 2 for b in made)
     assert_same_trace(cpu, gpu, 200 // 10 + 1)
+
+
+def test_the_factory_splits_only_when_it_must_and_says_so(monkeypatch):
+    """backend_factory's choice, with stand-in devices and backends: a slice budget gives round-robin
+    slices and one console line; room on the first GPU gives one whole backend; a split that would need
+    more GPUs than there are gives the whole backend, whose memory plan then stops the run."""
+    import types
+
+    import mbgpu.cuda.backend as B
+    import mbgpu.cuda.context as context
+
+    free = {0: 1 << 40, 1: 1 << 40}
+
+    def gpu(i):
+        return types.SimpleNamespace(index=i, mem_get_info=lambda: (free[i], 1 << 40))
+
+    monkeypatch.setattr(context, "open_device", lambda index=None: gpu(index or 0))
+    made = []
+    monkeypatch.setattr(B.CudaBackend, "__init__", lambda self, spec, **kw: made.append((spec.n_patterns,
+                                                                                         kw["device"].index)))
+    spec = InstanceSpec(n_tips=10, n_partials=40, n_patterns=1000, n_states=20, n_categories=4, n_matrices=80,
+                        n_scale_buffers=20)
+    third = RESERVE_BYTES + plan_instance(replace(spec, n_patterns=334), "double").total
+    notes = []
+    make = B.backend_factory(devices=[0, 1], memory_limit=third)
+    make.note = notes.append
+    assert isinstance(make(spec), PatternSplit)
+    assert made == [(334, 0), (333, 1), (333, 0)]
+    assert notes == ["   1000 site patterns do not fit one GPU's memory: split into 3 slices on GPUs 0, 1"]
+    made.clear(), notes.clear()
+    make = B.backend_factory(devices=[0, 1])
+    make.note = notes.append
+    assert not isinstance(make(spec), PatternSplit) and made == [(1000, 0)] and not notes
+    made.clear()
+    free[0] = free[1] = third                      # three slices' worth needed, two GPUs
+    assert not isinstance(make(spec), PatternSplit) and made == [(1000, 0)]
+    made.clear()
+    free[0] = free[1] = RESERVE_BYTES + plan_instance(replace(spec, n_patterns=500), "double").total
+    assert isinstance(make(spec), PatternSplit) and made == [(500, 0), (500, 1)]
+    assert notes == ["   1000 site patterns do not fit one GPU's memory: split into 2 slices on GPUs 0, 1"]

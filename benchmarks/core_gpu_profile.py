@@ -139,7 +139,9 @@ class Detail:
         return wrapped
 
 
-def run(data: dict, ngen: int, precision: str, folder: str) -> dict:
+def metered_run(data: dict, ngen: int, set_options: str, samplefreq: int, folder: str) -> tuple[Meter, float]:
+    """Run 4 chains x 2 runs on `data` with the Meter on DeviceDivision; (meter, wall seconds), the
+    meter's plan/launch times made exclusive (launch without planning, planning without the meter)."""
     from mbgpu.console import Console
     from mbgpu.core.device_division import DeviceDivision
     from mbgpu.interpreter import Interpreter
@@ -148,9 +150,9 @@ def run(data: dict, ngen: int, precision: str, folder: str) -> dict:
     meter.install(DeviceDivision)
     nex = os.path.join(folder, "run.nex")
     with open(nex, "w") as f:
-        f.write("#NEXUS\nbegin mrbayes; set seed=5 swapseed=5 backend=gpu beagleprecision=%s;\n"
-                "execute %s; %s %s\nmcmc ngen=%d nruns=2 nchains=4 samplefreq=100 printfreq=%d diagnfreq=%d "
-                "filename=r; end;\n" % (precision, data["path"], data["lset"], data["prset"], ngen, ngen, ngen))
+        f.write("#NEXUS\nbegin mrbayes; set seed=5 swapseed=5 %s;\nexecute %s; %s %s\nmcmc ngen=%d nruns=2 "
+                "nchains=4 samplefreq=%d printfreq=%d diagnfreq=%d filename=r; end;\n"
+                % (set_options, data["path"], data["lset"], data["prset"], ngen, samplefreq, ngen, ngen))
     cwd = os.getcwd()
     os.chdir(folder)
     try:
@@ -160,9 +162,14 @@ def run(data: dict, ngen: int, precision: str, folder: str) -> dict:
     finally:
         os.chdir(cwd)
         meter.uninstall()
-    g = max(meter.steps - 1, 1)
     meter.t[1] -= meter.t[0]                 # launch's own share: queueing, without the planning
     meter.t[0] -= meter.t[3]                 # ... nor the meter's counting
+    return meter, wall
+
+
+def run(data: dict, ngen: int, precision: str, folder: str) -> dict:
+    meter, wall = metered_run(data, ngen, "backend=gpu beagleprecision=%s" % precision, 100, folder)
+    g = max(meter.steps - 1, 1)
     bw = copy_bandwidth(meter.backend.dev)
     per_gen = (meter.span[1] - meter.span[0]) / g
     return {"data": data["name"], "precision": precision, "generations": ngen, "flushes": meter.flushes,

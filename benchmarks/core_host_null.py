@@ -9,7 +9,6 @@ of the code here, real runs with core_gpu_profile.py.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import sys
 import tempfile
@@ -19,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import peers  # noqa: E402
-from core_gpu_profile import Meter  # noqa: E402
+from core_gpu_profile import metered_run  # noqa: E402
 
 
 class NullDevice:
@@ -55,31 +54,15 @@ class NullDevice:
 
 def run(data: dict, ngen: int, folder: str) -> dict:
     import mbgpu.likelihood.select as select
-    from mbgpu.console import Console
-    from mbgpu.core.device_division import DeviceDivision
-    from mbgpu.interpreter import Interpreter
 
     saved = select._gpu_factory, select._cuda_available
     select._gpu_factory = lambda precision, device=None, asynchronous=False: NullDevice
     select._cuda_available = lambda: True
-    meter = Meter()
-    meter.install(DeviceDivision)
-    nex = os.path.join(folder, "run.nex")
-    with open(nex, "w") as f:
-        f.write("#NEXUS\nbegin mrbayes; set seed=5 swapseed=5 backend=gpu;\nexecute %s; %s %s\n"
-                "mcmc ngen=%d nruns=2 nchains=4 samplefreq=500 printfreq=%d diagnfreq=%d filename=r; end;\n"
-                % (data["path"], data["lset"], data["prset"], ngen, ngen, ngen))
-    cwd = os.getcwd()
-    os.chdir(folder)
     try:
-        Interpreter(Console(io.StringIO())).run_file(nex)
+        meter, _wall = metered_run(data, ngen, "backend=gpu", 500, folder)
     finally:
-        os.chdir(cwd)
-        meter.uninstall()
         select._gpu_factory, select._cuda_available = saved
     g = max(meter.steps - 1, 1)
-    meter.t[1] -= meter.t[0]
-    meter.t[0] -= meter.t[3]
     per_gen = (meter.span[1] - meter.span[0]) / g
     return {"data": data["name"], "generations": ngen, "gen_per_s": 1.0 / per_gen, "step_us": 1e6 * per_gen,
             "plan_us": 1e6 * meter.t[0] / g, "launch_us": 1e6 * meter.t[1] / g, "ops": meter.ops / g}

@@ -40,7 +40,8 @@ def kernel_defines(n_states: int, n_categories: int, precision: str, pattern_blo
     if mma:
         return {"STATES": n_states, "CATEGORIES": n_categories, "REAL": "double" if precision == "double" else "float",
                 "PATTERN_BLOCK": 8 * MMA_WARPS, "MIN_BLOCKS": 2 if min_blocks is None else min_blocks,
-                "WIDE_MMA": 1, "MMA_WARPS": MMA_WARPS}
+                "WIDE_MMA": 1, "MMA_WARPS": MMA_WARPS,
+                "MMA_B_SHARED": int(2 * mma_fragment_bytes(n_states, n_categories) <= MMA_SHARED_LIMIT)}
     if pattern_block is None:
         pattern_block = default_pattern_block(n_states, n_categories)
     if min_blocks is None:
@@ -138,8 +139,7 @@ class CudaBackend:
         self.mat_shared = c * s * matrix_stride(s, r) * r
         self.partials_shared = 2 * self.mat_shared + c * self.pattern_block * r
         if self.mma:                          # both children's matrices in fragment order, if they fit
-            frag = 2 * mma_fragment_bytes(s, c)
-            self.partials_shared = frag if frag <= MMA_SHARED_LIMIT else 16
+            self.partials_shared = 2 * mma_fragment_bytes(s, c) if self.defines["MMA_B_SHARED"] else 16
         elif s >= WIDE_STATES:                # the output tile of the wide-row path (likelihood_partials.cu)
             self.partials_shared += c * self.pattern_block * (s + 1) * r
         for fn, size in ((self.k_partials, self.partials_shared), (self.k_jobs, self.partials_shared),
@@ -508,7 +508,7 @@ class CudaBackend:
         gx = int(min(-(-p // ROOT_BLOCK), 1024))
         with self.dev:
             self._sync_tips()
-            compat = self._invariant_site_table() if np.any(params[:, -2] > 0.0) else 0
+            compat = self._compat_pointer(params)
             d_jobs = self._upload("root_jobs", jobs)
             d_params = self._upload("root_params", params)
             d_sites = int(self._work("sites", 8 * p * len(calls))) if want_sites else 0

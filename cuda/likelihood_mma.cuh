@@ -18,7 +18,7 @@
 #define NT ((STATES + 7) / 8)                                 // output tiles of 8 states
 #define KS ((STATES + 3) / 4)                                 // contraction steps of 4 states
 #define FRAG_MATRIX (CATEGORIES * NT * KS * 32)               // doubles of one matrix in fragment order
-#ifndef MMA_B_SHARED                                          // both children's matrices fit in 96 KiB
+#ifndef MMA_B_SHARED        // both children's matrices fit in 96 KiB (the backend passes its own decision)
 #define MMA_B_SHARED (2 * FRAG_MATRIX * 8 <= 96 * 1024)
 #endif
 #ifndef MMA_HOLD                                              // every category's outputs held in registers

@@ -1,4 +1,5 @@
-"""The cubin cache's place: mbgpu's one user cache folder, beside numba's cache (no variable of its own)."""
+"""The cubin cache's place: mbgpu's one user cache folder, beside numba's cache (no variable of its own); the
+kernels' -D flags (which partials path, where the MMA matrices live)."""
 import numba
 
 import mbgpu.jit
@@ -34,3 +35,18 @@ def test_numba_cache_folder_changes_with_any_source_file(tmp_path):
     assert mbgpu.jit.source_key(str(tmp_path)) == first
     mod.write_text("X = 22\n")
     assert mbgpu.jit.source_key(str(tmp_path)) != first
+
+
+def test_kernel_flags_choose_the_path_and_where_the_mma_matrices_live():
+    """uses_mma: wide state spaces on sm_80+, fp64 always and fp32 above 32 states; the MMA flags say
+    whether both children's fragment-order matrices fit the shared-memory budget (protein yes, codons no)."""
+    from mbgpu.cuda.backend import MMA_SHARED_LIMIT, kernel_defines, mma_fragment_bytes, uses_mma
+
+    assert uses_mma(20, "sm_90", "double") and not uses_mma(20, "sm_90", "single")
+    assert uses_mma(61, "sm_80", "single") and not uses_mma(20, "sm_75", "double") and not uses_mma(4, "sm_90")
+    protein = kernel_defines(20, 4, "double", mma=True)
+    assert protein["WIDE_MMA"] == 1 and protein["MMA_B_SHARED"] == 1 and protein["PATTERN_BLOCK"] == 64
+    assert mma_fragment_bytes(20, 4) == 4 * 3 * 5 * 32 * 8
+    codon = kernel_defines(61, 4, "double", mma=True)
+    assert codon["MMA_B_SHARED"] == 0 and 2 * mma_fragment_bytes(61, 4) > MMA_SHARED_LIMIT
+    assert "WIDE_MMA" not in kernel_defines(20, 4, "single")

@@ -73,8 +73,10 @@ class CoreStepper:
         self.lo, self.hi = brlen_bounds(ctx.brlens_prior)
         self.anchor = int(ctx.anchor)
         self.threads = numba.get_num_threads()           # (also starts numba's pool)
+        self.pars_threads = pars_threads(self.threads)
+        self.held = False                                # numba's threads held at pars_threads (step)
         self.pars = prepare_pars_data(ctx.pattern_masks, ctx.n_states, ctx.rate_mults, n_tips=self.n_tips,
-                                      threads=pars_threads(self.threads))
+                                      threads=self.pars_threads)
         self.brl_kind, self.brl_args = brlens_table(self.prior_fn.brlenspr, self.n_tips)
         self.topology = float(self.prior_fn.topology(self.n_tips))
         n = len(chains)
@@ -131,6 +133,20 @@ class CoreStepper:
         chains, and what the loop reads between generations is the decided state (`rng_out`)."""
         n = len(self.chains)
         k = self.groups if n >= self.groups else 1
+        if k > 1 and self.pars_threads < self.threads:     # only the proposals use numba's threads here:
+            numba.set_num_threads(self.pars_threads)       # hold them once a generation (~14 us a call)
+            self.held = True
+            try:
+                self._groups(heats, tunefreq, autotune, n, k)
+            finally:
+                self.held = False
+                numba.set_num_threads(self.threads)
+        else:
+            self._groups(heats, tunefreq, autotune, n, k)
+        self.publish()
+
+    def _groups(self, heats: np.ndarray, tunefreq: int, autotune: bool, n: int, k: int) -> None:
+        """step's generation in k groups of chains (see step)."""
         bounds = [n * g // k for g in range(k + 1)]
         tickets = []
         for g in range(k):
@@ -146,7 +162,6 @@ class CoreStepper:
             self.finish(heats, tunefreq, autotune, c0, c1)
             if g == 0 and k > 1:
                 self.ahead = self._start(c0, c1, 0)
-        self.publish()
 
     def finish(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int) -> None:
         """Chains c0..c1-1, their likelihoods computed: decide, keep what was accepted, note their streams."""
@@ -171,9 +186,9 @@ class CoreStepper:
         """Chains c0..c1-1 propose (step.propose_all); how many proposals are parameter moves. (On numba's
         threads it was slower on the GPU machine: waking the pool for 4 chains cost more than it saved.)"""
         t, mv = self.trees, self.moves
-        held = self.pars[-1][0] < self.threads           # ParsSPR's spans wake at most pars_threads
+        held = not self.held and self.pars_threads < self.threads   # ParsSPR's spans wake at most pars_threads
         if held:
-            numba.set_num_threads(int(self.pars[-1][0]))
+            numba.set_num_threads(self.pars_threads)
         try:
             return int(propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
                                    self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning,

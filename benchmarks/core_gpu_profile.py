@@ -32,11 +32,17 @@ class Meter:
     flush contents, bytes moved."""
 
     def __init__(self):
-        self.t = np.zeros(4)          # plan, launch (plan included), collect, the meter's counting
+        self.t = np.zeros(5)          # plan, launch (plan included), collect, the meter's counting, its events
         self.flushes = self.ops = self.levels = self.mats = self.roots = self.steps = self.launches = 0
         self.span = [None, None]
         self.bytes = 0.0
         self.backend = None
+        self.events = None            # a list of (start, end) CUDA events per flush when timing the device
+
+    def device_seconds(self) -> float:
+        """The device's time over every flush timed (from the stream reaching its upload to its root
+        sums' copy): the GPU's share of a generation, whether or not the host kept it busy."""
+        return sum(end.time_since(start) for start, end in self.events or ()) / 1e3
 
     def install(self, cls):
         """Wrap DeviceDivision.plan (host planning), .launch (planning + queueing) and .collect (waiting)."""
@@ -54,11 +60,15 @@ class Meter:
             return flush
 
         def timed_launch(div, *a, **k):
+            start = meter.event(div)
             t0 = time.perf_counter()
             try:
                 return launch(div, *a, **k)
             finally:
-                meter.t[1] += time.perf_counter() - t0
+                t1 = time.perf_counter()
+                meter.t[1] += t1 - t0
+                if start is not None:
+                    meter.events.append((start, meter.event(div)))
 
         def timed_collect(div, ticket):
             t0 = time.perf_counter()
@@ -80,6 +90,24 @@ class Meter:
             meter.steps += 1
 
         CoreStepper.step = timed_step
+
+    def event(self, div):
+        """A CUDA event recorded on div's device now (None unless timing the device)."""
+        if self.events is None:
+            return None
+        import pycuda.driver as drv
+
+        t0 = time.perf_counter()
+        with getattr(div.backend, "inner", div.backend).dev:
+            ev = drv.Event()
+            ev.record()
+        self.t[4] += time.perf_counter() - t0
+        return ev
+
+    def per_generation(self) -> tuple[float, int]:
+        """(seconds a generation, generations timed): the steps' span without the meter's own work."""
+        g = max(self.steps - 1, 1)
+        return (self.span[1] - self.span[0] - self.t[3] - self.t[4]) / g, g
 
     def uninstall(self) -> None:
         for owner, name, fn in self.saved:
@@ -139,14 +167,17 @@ class Detail:
         return wrapped
 
 
-def metered_run(data: dict, ngen: int, set_options: str, samplefreq: int, folder: str) -> tuple[Meter, float]:
-    """Run 4 chains x 2 runs on `data` with the Meter on DeviceDivision; (meter, wall seconds), the
-    meter's plan/launch times made exclusive (launch without planning, planning without the meter)."""
+def metered_run(data: dict, ngen: int, set_options: str, samplefreq: int, folder: str,
+                device_time: bool = False) -> tuple[Meter, float]:
+    """Run 4 chains x 2 runs on `data` with the Meter on DeviceDivision (and CUDA events around each
+    flush when `device_time`); (meter, wall seconds), the meter's plan/launch times made exclusive
+    (launch without planning, planning without the meter)."""
     from mbgpu.console import Console
     from mbgpu.core.device_division import DeviceDivision
     from mbgpu.interpreter import Interpreter
 
     meter = Meter()
+    meter.events = [] if device_time else None
     meter.install(DeviceDivision)
     nex = os.path.join(folder, "run.nex")
     with open(nex, "w") as f:
@@ -167,12 +198,12 @@ def metered_run(data: dict, ngen: int, set_options: str, samplefreq: int, folder
     return meter, wall
 
 
-def run(data: dict, ngen: int, precision: str, folder: str) -> dict:
-    meter, wall = metered_run(data, ngen, "backend=gpu beagleprecision=%s" % precision, 100, folder)
-    g = max(meter.steps - 1, 1)
+def run(data: dict, ngen: int, precision: str, folder: str, device_time: bool = False) -> dict:
+    meter, wall = metered_run(data, ngen, "backend=gpu beagleprecision=%s" % precision, 100, folder, device_time)
+    per_gen, g = meter.per_generation()
     bw = copy_bandwidth(meter.backend.dev)
-    per_gen = (meter.span[1] - meter.span[0]) / g
-    return {"data": data["name"], "precision": precision, "generations": ngen, "flushes": meter.flushes,
+    device = {"device_us": 1e6 * meter.device_seconds() / g} if device_time else {}
+    return {**device, "data": data["name"], "precision": precision, "generations": ngen, "flushes": meter.flushes,
             "wall_s": wall, "gen_per_s": 1.0 / per_gen, "plan_us": 1e6 * meter.t[0] / g,
             "launch_us": 1e6 * meter.t[1] / g, "wait_us": 1e6 * meter.t[2] / g,
             "ops": meter.ops / g, "levels": meter.levels / g, "matrices": meter.mats / g,
@@ -188,6 +219,8 @@ def main(argv=None) -> int:
     ap.add_argument("--precision", default="double", choices=("double", "single"))
     ap.add_argument("--asynchronous", action="store_true",
                     help="page-locked asynchronous flushes (choose_backend(asynchronous=True))")
+    ap.add_argument("--device-time", action="store_true",
+                    help="CUDA events around each flush: the device's busy time per generation (device_us)")
     ap.add_argument("--detail", action="store_true", help="time CudaBackend's launch helpers (us per generation)")
     ap.add_argument("--cprofile", type=int, default=0, metavar="N",
                     help="also print the N functions with the most own time (cProfile of the timed run)")
@@ -210,10 +243,10 @@ def main(argv=None) -> int:
             import pstats
 
             prof = cProfile.Profile()
-            got = prof.runcall(run, data, args.ngen, args.precision, tempfile.mkdtemp(dir=work))
+            got = prof.runcall(run, data, args.ngen, args.precision, tempfile.mkdtemp(dir=work), args.device_time)
             pstats.Stats(prof).sort_stats("tottime").print_stats(args.cprofile)
         else:
-            got = run(data, args.ngen, args.precision, tempfile.mkdtemp(dir=work))
+            got = run(data, args.ngen, args.precision, tempfile.mkdtemp(dir=work), args.device_time)
         print(" ".join("%s=%s" % (k, ("%.4g" % v) if isinstance(v, float) else v) for k, v in got.items()),
               flush=True)
         if args.detail:

@@ -62,8 +62,7 @@ def run(data: dict, ngen: int, folder: str) -> dict:
         meter, _wall = metered_run(data, ngen, "backend=gpu", 500, folder)
     finally:
         select._gpu_factory, select._cuda_available = saved
-    g = max(meter.steps - 1, 1)
-    per_gen = (meter.span[1] - meter.span[0]) / g
+    per_gen, g = meter.per_generation()
     return {"data": data["name"], "generations": ngen, "gen_per_s": 1.0 / per_gen, "step_us": 1e6 * per_gen,
             "plan_us": 1e6 * meter.t[0] / g, "launch_us": 1e6 * meter.t[1] / g, "ops": meter.ops / g}
 

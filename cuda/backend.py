@@ -20,7 +20,7 @@ from mbgpu.exact_sum import fsum_rows
 from mbgpu.likelihood.protocol import NONE, InstanceSpec
 
 from .async_io import HostStaging
-from .batch import ROOT_JOB_WIDTH, SCALE_JOB_WIDTH, pack_flush, root_job_arrays, schedule_levels, scale_job_arrays
+from .batch import ROOT_JOB_WIDTH, SCALE_JOB_WIDTH, SPAN_WIDTH, pack_flush, root_job_arrays, schedule_levels, scale_job_arrays
 from .memory_plan import check_fits, plan_instance, real_bytes
 
 MAX_GRID_Y = 65535
@@ -30,6 +30,7 @@ CHUNK = 1 << 30
 WIDE_STATES = 12             # from this state count on, partials go through a shared output tile (WIDE)
 
 
+JOB_CHUNK = 32                # operation rows the SIMT jobs kernel holds in shared memory at a time
 MMA_WARPS = 8                 # warps per block on the tensor-core path (likelihood_mma.cuh)
 MMA_SHARED_LIMIT = 96 * 1024  # fragment-order matrices in shared memory up to this (MMA_B_SHARED)
 
@@ -71,6 +72,29 @@ def default_pattern_block(n_states: int, n_categories: int) -> int:
     return max(32, (PARTIAL_BLOCK_THREADS // n_categories) // 32 * 32)
 
 
+def sm_limits(device) -> dict:
+    """A device's per-multiprocessor limits that decide how many blocks of a kernel are resident."""
+    import pycuda.driver as drv
+
+    a = drv.device_attribute
+    get = device.get_attribute
+    blocks = getattr(a, "MAX_BLOCKS_PER_MULTIPROCESSOR", None)
+    reserved = getattr(a, "RESERVED_SHARED_MEMORY_PER_BLOCK", None)
+    return {"registers": get(a.MAX_REGISTERS_PER_MULTIPROCESSOR), "threads": get(a.MAX_THREADS_PER_MULTIPROCESSOR),
+            "shared": get(a.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR), "blocks": get(blocks) if blocks else 16,
+            "reserved": get(reserved) if reserved else 0}
+
+
+def resident_blocks(registers: int, threads: int, shared: int, limits: dict) -> int:
+    """Blocks of a kernel that one multiprocessor holds at once (CUDA's occupancy rules: registers
+    allocated per warp in units of 256, shared memory plus the per-block reservation, threads, blocks)."""
+    warps = -(-threads // 32)
+    per_warp = -(-max(registers, 1) * 32 // 256) * 256
+    by_regs = limits["registers"] // (warps * per_warp)
+    by_shared = limits["shared"] // (shared + limits["reserved"]) if shared + limits["reserved"] else limits["blocks"]
+    return max(1, min(limits["blocks"], by_regs, by_shared, limits["threads"] // threads))
+
+
 def matrix_stride(n_states: int, real: int) -> int:
     """Padded row length of a matrix in shared memory (MSTRIDE of likelihood.cuh)."""
     vw = 16 // real
@@ -79,6 +103,8 @@ def matrix_stride(n_states: int, real: int) -> int:
 
 class CudaBackend:
     """One likelihood instance on one GPU; see the module docstring and mbgpu.likelihood.protocol."""
+
+    jobs_waves = 1      # the jobs kernel's grid in waves of resident blocks (one: no job waits for a wave)
 
     def __init__(self, spec: InstanceSpec, *, device=None, precision: str = "double",
                  pattern_block: int | None = None, min_blocks: int | None = None, chains: int = 1,
@@ -126,10 +152,10 @@ class CudaBackend:
                          ("likelihood_partials.cu", "likelihood_root.cu", "likelihood_matrices.cu")]
         self.k_partials = self._modules[0].get_function("update_partials")
         self.k_partials.prepare("PqqqPPPPPP")
-        jobs = load_module(self.dev, "likelihood_partials.cu", dict(self.defines, COHERENT_LOADS=1))
+        jobs = load_module(self.dev, "likelihood_partials.cu", dict(self.defines, COHERENT_LOADS=1, JOB_CHUNK=JOB_CHUNK))
         self._modules.append(jobs)
         self.k_jobs = jobs.get_function("update_partials_jobs")
-        self.k_jobs.prepare("PPqqPPPPPP")
+        self.k_jobs.prepare("PPqqqPPPPPP")
         self.k_root = self._modules[1].get_function("root_lnl")
         self.k_root.prepare("PPqqPPPPPPPPPPPP")
         self.k_scale = self._modules[1].get_function("scale_jobs")
@@ -143,11 +169,16 @@ class CudaBackend:
             self.partials_shared = 2 * mma_fragment_bytes(s, c) if self.defines["MMA_B_SHARED"] else 16
         elif s >= WIDE_STATES:                # the output tile of the wide-row path (likelihood_partials.cu)
             self.partials_shared += c * self.pattern_block * (s + 1) * r
-        for fn, size in ((self.k_partials, self.partials_shared), (self.k_jobs, self.partials_shared),
+        self.jobs_shared = self.partials_shared
+        if not self.mma:                      # two buffers of matrices and JOB_CHUNK rows (run_job_simt)
+            self.jobs_shared = -(-(self.partials_shared + 2 * self.mat_shared) // 16) * 16 + JOB_CHUNK * 7 * 8
+        for fn, size in ((self.k_partials, self.partials_shared), (self.k_jobs, self.jobs_shared),
                          (self.k_root, self.mat_shared)):
             if size > 48 * 1024:
                 fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, size)
         self.n_sm = self.dev.device.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT)
+        self.jobs_resident = resident_blocks(self.k_jobs.num_regs, self.block[0] * self.block[1],
+                                             self.jobs_shared + self.k_jobs.shared_size_bytes, sm_limits(self.dev.device))
 
     def _allocate(self) -> None:
         import pycuda.driver as drv
@@ -351,16 +382,15 @@ class CudaBackend:
                      self.d_matrices, self.d_scale, stream=stream)
 
     def launch_jobs(self, d_ops, d_spans, n_jobs: int, stream=None) -> None:
-        """One launch of every job's operations (update_partials_jobs): blockIdx.y = job, each block
-        walks its job's operations child-first over its own pattern tiles."""
+        """One launch of every job's operations (update_partials_jobs): d_spans holds SPAN_WIDTH ints a
+        job (first op, count, weight); the kernel gives each job a share of the grid by weight and each
+        block walks its job's operations child-first over its own pattern tiles."""
         spec = self.spec
         n_tiles = -(-spec.n_patterns // self.pattern_block)
-        for first in range(0, n_jobs, MAX_GRID_Y):
-            n = min(MAX_GRID_Y, n_jobs - first)
-            gx = int(min(n_tiles, max(1, -(-self.blocks_per_sm * self.n_sm // n))))
-            self._launch(self.k_jobs, (gx, n), self.block, self.partials_shared, d_ops, d_spans + 16 * first,
-                         spec.n_patterns, spec.n_tips, self.d_partials, self._tip_partials_ptr(), self.d_tip_states,
-                         self.d_tip_index, self.d_matrices, self.d_scale, stream=stream)
+        grid = max(n_jobs, min(self.jobs_waves * self.jobs_resident * self.n_sm, n_jobs * n_tiles))
+        self._launch(self.k_jobs, (int(grid), 1), self.block, self.jobs_shared, d_ops, d_spans, n_jobs,
+                     spec.n_patterns, spec.n_tips, self.d_partials, self._tip_partials_ptr(), self.d_tip_states,
+                     self.d_tip_index, self.d_matrices, self.d_scale, stream=stream)
 
     # ------------------------------------------------------------------ one generation, one copy
     def batch_launch(self, matrix_groups, ops: np.ndarray, counts, scale_jobs, root_calls, tag: str = ""):
@@ -392,7 +422,7 @@ class CudaBackend:
             if n_mat:
                 self._launch_matrices(n_mat, flush.n_eig, at, real0)
             if sizes[6]:
-                self.launch_jobs(at[2], at[6], sizes[6] // 2)
+                self.launch_jobs(at[2], at[6], sizes[6] // SPAN_WIDTH)
             first = 0
             for count in flush.counts:
                 for start in range(first, first + count, MAX_GRID_Y):

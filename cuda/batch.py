@@ -18,6 +18,7 @@ from mbgpu.likelihood.protocol import NONE
 
 SCALE_JOB_WIDTH = 5      # cumulative, reset, first, count, sign
 ROOT_JOB_WIDTH = 4       # root buffer, cumulative scale, edge child, edge child matrix
+SPAN_WIDTH = 3           # a job's first op, op count, weight (likelihood.cuh; mbgpu.core.device_division)
 
 
 def schedule_levels(ops: np.ndarray) -> tuple[np.ndarray, list[int]]:
@@ -159,8 +160,9 @@ class PackedFlush:
     scale table, scale indices, root jobs, job spans; lengths in `sizes`), then the reals viewed as
     int64 (edge lengths, `n_eig` eigensystems, their category rates, root parameters, which start
     `params_at` reals in). Ops come either grouped by dependency level (`counts` per level, no job
-    spans: one launch per level) or job by job, each child-first, with (first op, count) per job in
-    the spans section (one launch for all of them: update_partials_jobs). `paired`: scale job j and root
+    spans: one launch per level) or job by job, each child-first, with (first op, count, weight) per job
+    in the spans section (one launch for all of them: update_partials_jobs, which shares the grid out
+    by weight). `paired`: scale job j and root
     job j name the same cumulative buffer (the compiled core's flushes), so the root kernel sums the
     scale rows itself and the scale launch is saved."""
 
@@ -201,7 +203,7 @@ def pack_flush(matrix_groups, ops: np.ndarray, scale_jobs, root_calls, n_states:
 def unpack_flush(flush: PackedFlush, n_states: int, n_categories: int) -> dict:
     """The sections of a packed flush as arrays (the inverse of pack_flush; tests and host replays):
     mat_index, eigen_of, ops (n, 7), counts, scale_table (n, 5), scale_index, root_jobs (n, 4), spans
-    (n, 2), lengths,
+    (n, 3), lengths,
     eigens (n_eig, S + 2 S^2), rates (n_eig, C), params (n_roots, S + C + 2)."""
     s, c = n_states, n_categories
     ints = np.split(flush.blob[:sum(flush.sizes)], np.cumsum(flush.sizes)[:-1])
@@ -209,7 +211,7 @@ def unpack_flush(flush: PackedFlush, n_states: int, n_categories: int) -> dict:
     n_mat, n_eig = flush.n_mat, flush.n_eig
     return {"mat_index": ints[0], "eigen_of": ints[1], "ops": ints[2].reshape(-1, 7), "counts": list(flush.counts),
             "scale_table": ints[3].reshape(-1, SCALE_JOB_WIDTH), "scale_index": ints[4],
-            "root_jobs": ints[5].reshape(-1, ROOT_JOB_WIDTH), "spans": ints[6].reshape(-1, 2), "lengths": reals[:n_mat],
+            "root_jobs": ints[5].reshape(-1, ROOT_JOB_WIDTH), "spans": ints[6].reshape(-1, SPAN_WIDTH), "lengths": reals[:n_mat],
             "eigens": reals[n_mat:n_mat + n_eig * (s + 2 * s * s)].reshape(n_eig, s + 2 * s * s),
             "rates": reals[n_mat + n_eig * (s + 2 * s * s):flush.params_at].reshape(n_eig, c),
             "params": reals[flush.params_at:].reshape(-1, s + c + 2)}

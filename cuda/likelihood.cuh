@@ -25,6 +25,10 @@ typedef unsigned long long u64;
 
 // One operation row: dest, dest_scale_write, dest_scale_read, child1, child1_matrix, child2, child2_matrix.
 #define OP_WIDTH 7
+#ifndef JOB_CHUNK
+#define JOB_CHUNK 32             // operation rows the jobs kernel holds in shared memory at a time
+#endif
+#define SPAN_WIDTH 3             // a job's first operation, operation count, weight (cuda/batch.py)
 
 // Vector width (elements of 16 bytes) and the padded row length of a matrix in shared memory:
 // STATES entries P[i][0..S-1], then 1.0 at column S (the 'any state' column of compact tips).

@@ -202,11 +202,11 @@ __device__ __forceinline__ double row_factor(double m, bool active, int q, i64 p
 template <bool A_STATE, bool B_STATE>
 __device__ void update_tiles_mma(const Child& a, const double* fa, i64 ia, const Child& b, const double* fb, i64 ib,
                                  const REAL* __restrict__ matrices, REAL* dest, i64 n_patterns, i64 sw, i64 sr,
-                                 double* scale) {
+                                 double* scale, Tiles tl) {
     const int lane = threadIdx.x, q = lane & 3;
     const i64 n_tiles = (n_patterns + 7) / 8;
-    const i64 stride = (i64)gridDim.x * blockDim.y;
-    for (i64 tile = (i64)blockIdx.x * blockDim.y + threadIdx.y; tile < n_tiles; tile += stride) {
+    const i64 stride = tl.stride * blockDim.y;
+    for (i64 tile = tl.first * blockDim.y + threadIdx.y; tile < n_tiles; tile += stride) {
         const i64 p = tile * 8 + (lane >> 2);
         const bool active = p < n_patterns;
         const size_t row = (size_t)p * STATES, cstep = (size_t)n_patterns * STATES;

@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from mbgpu.core.division import CUR, PROP, ChainRows, mark_chain
-from mbgpu.cuda.batch import ROOT_JOB_WIDTH, SCALE_JOB_WIDTH, PackedFlush
+from mbgpu.cuda.batch import ROOT_JOB_WIDTH, SCALE_JOB_WIDTH, SPAN_WIDTH, PackedFlush
 from mbgpu.jit import JIT_OPTIONS
 
 
@@ -80,7 +80,7 @@ class DeviceDivision(ChainRows):
 def flush_capacity(n_chains: int, n_nodes: int, n_tips: int, n_states: int, n_categories: int) -> int:
     """int64 words of the largest flush: every chain with a new model (every branch and node)."""
     inner, branches = n_nodes - n_tips, n_nodes - 1
-    ints = n_chains * (2 * branches + 7 * inner + SCALE_JOB_WIDTH + inner + ROOT_JOB_WIDTH + 2)
+    ints = n_chains * (2 * branches + 7 * inner + SCALE_JOB_WIDTH + inner + ROOT_JOB_WIDTH + SPAN_WIDTH)
     reals = n_chains * (branches + n_states + 2 * n_states * n_states + 2 * n_categories + n_states + 2)
     return ints + reals
 
@@ -107,10 +107,10 @@ def plan_flush(c0, c1, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, ms
             n_eig += 1
     inner = n - n_tips
     sizes[0], sizes[1], sizes[2] = n_mat, n_mat, 7 * n_ops
-    sizes[3], sizes[4], sizes[5], sizes[6] = 5 * n_jobs, n_jobs * inner, 4 * n_jobs, 2 * n_jobs
+    sizes[3], sizes[4], sizes[5], sizes[6] = 5 * n_jobs, n_jobs * inner, 4 * n_jobs, SPAN_WIDTH * n_jobs
     n_int = sizes.sum()
     _write_ops(c0, c1, todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, orders, tally, blob, 2 * n_mat,
-               n_int - 2 * n_jobs)
+               n_int - SPAN_WIDTH * n_jobs)
     s, k = evals.shape[2], crates.shape[2]
     params_at = n_mat + n_eig * (s + 2 * s * s + k)
     _write_models(c0, c1, todo, brlen_p, mslot_p, lanes, geometry, evals, evecs, einv, crates, mult, mats, tally, blob,
@@ -127,18 +127,27 @@ def _buffer(v, slot, lane, n_tips, n_part):
 
 
 @numba.njit(**JIT_OPTIONS)
+def op_weight(u1, u2, n_tips):
+    """An operation's share of a job's device work, in partial-vector passes: its output, and each child
+    that is an internal node (a tip's compact states or one-category partials cost far less)."""
+    return 1 + (u1 >= n_tips) + (u2 >= n_tips)
+
+
+@numba.njit(**JIT_OPTIONS)
 def _write_ops(c0, c1, todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, orders, tally, blob, at, spans):
-    """The operation rows job by job (each chain's nodes child-first) and each job's (first op, count)."""
+    """The operation rows job by job (each chain's nodes child-first) and each job's (first op, count,
+    weight): update_partials_jobs gives a job a share of the grid by weight."""
     n_part, n_mat, n_scale = geometry[0], geometry[1], geometry[2]
     w, j, first = at, 0, 0
     for c in range(c0, c1):
         if todo[c] == 0:
             continue
         kid, lane, bs, ms = kids_p[c], lanes[c], bslot_p[c], mslot_p[c]
-        blob[spans + 2 * j], blob[spans + 2 * j + 1] = first, tally[c, 1]
+        weight = 0
         for r in range(tally[c, 1]):
             v = orders[c, r]
             u1, u2 = kid[v, 0], kid[v, 1]
+            weight += op_weight(u1, u2, n_tips)
             blob[w] = _buffer(v, bs[v], lane, n_tips, n_part)
             blob[w + 1] = 2 * (v - n_tips) + bs[v] + lane * n_scale
             blob[w + 2] = -1
@@ -147,6 +156,8 @@ def _write_ops(c0, c1, todo, kids_p, bslot_p, mslot_p, n_tips, lanes, geometry, 
             blob[w + 5] = _buffer(u2, bs[u2], lane, n_tips, n_part)
             blob[w + 6] = 2 * u2 + ms[u2] + lane * n_mat
             w += 7
+        s = spans + SPAN_WIDTH * j
+        blob[s], blob[s + 1], blob[s + 2] = first, tally[c, 1], max(weight, 1)
         first += tally[c, 1]
         j += 1
 

@@ -37,7 +37,7 @@ class PackedHost:
             _check_level(got["ops"][first:first + count])
             b.update_partials(got["ops"][first:first + count])
             first += count
-        for first, count in got["spans"].tolist():      # or job by job, each job child-first
+        for first, count, _weight in got["spans"].tolist():      # or job by job, each job child-first
             _check_job(got["ops"][first:first + count], self.spec.n_tips)
             b.update_partials(got["ops"][first:first + count])
         for cum, reset, start, count, sign in got["scale_table"].tolist():

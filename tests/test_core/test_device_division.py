@@ -78,13 +78,15 @@ def test_a_full_flush_fits_and_each_job_is_child_first(tmp_path):
     used = [int((trees.parent[c] >= 0).sum()) for c in range(3)]          # branches of each chain's tree
     assert flush.n_mat == sum(used) and flush.n_eig == 3 and got["counts"] == []
     inner = [u + 1 - nt for u in used]                                    # internal nodes: branches + 1 - tips
-    assert got["spans"].tolist() == [[0, inner[0]], [inner[0], inner[1]], [inner[0] + inner[1], inner[2]]]
+    assert got["spans"][:, :2].tolist() == [[0, inner[0]], [inner[0], inner[1]], [inner[0] + inner[1], inner[2]]]
     assert len(set(got["ops"][:, 0].tolist())) == len(got["ops"]) == sum(inner)
-    for first, count in got["spans"].tolist():
+    for first, count, weight in got["spans"].tolist():
         seen = set()
         for row in got["ops"][first:first + count].tolist():
             assert all(child < nt or child in seen for child in (row[3], row[5]))
             seen.add(row[0])
+        rows = got["ops"][first:first + count]           # weight: outputs plus internal children read
+        assert weight == count + int((rows[:, 3] >= nt).sum() + (rows[:, 5] >= nt).sum())
     assert np.allclose(got["params"][:, s + k], [ch.parts[0].inc.model.pinvar for ch in chains])
     assert np.allclose(got["params"][:, :s], [ch.parts[0].inc.model.frequencies for ch in chains])
 

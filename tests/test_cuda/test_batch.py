@@ -73,3 +73,18 @@ def test_job_tables():
     jobs, params = root_job_arrays([(5, np.full(4, 0.25), np.full(2, 0.5), 0.2, 3, NONE, NONE)], 4, 2)
     assert jobs.tolist() == [[5, 3, NONE, 0]]
     assert params[0, -2] == 0.2 and params[0, -1] == pytest.approx(np.log(0.8))
+
+
+def test_resident_blocks_follows_cuda_occupancy_rules():
+    """Blocks per multiprocessor on an H100's limits: registers per warp in units of 256, shared memory
+    with the 1 KiB reservation, threads and the block cap decide (the jobs kernel's grid is one wave)."""
+    from mbgpu.cuda.backend import resident_blocks
+
+    h100 = {"registers": 65536, "threads": 2048, "shared": 233472, "blocks": 32, "reserved": 1024}
+    assert resident_blocks(78, 256, 2368, h100) == 3          # 80 registers a thread: 20,480 a block
+    assert resident_blocks(50, 256, 4912, h100) == 4          # 56 a thread
+    assert resident_blocks(128, 256, 30720, h100) == 2
+    assert resident_blocks(32, 256, 100 * 1024, h100) == 2    # shared memory decides
+    assert resident_blocks(16, 1024, 0, h100) == 2            # threads decide
+    assert resident_blocks(8, 32, 0, h100) == 32              # the block cap decides
+    assert resident_blocks(255, 1024, 0, h100) == 1           # never below one

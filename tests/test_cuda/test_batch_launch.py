@@ -304,6 +304,7 @@ def test_a_flush_in_jobs_goes_out_in_one_partials_launch(tmp_path):
     d_ops, d_spans, n_jobs = log[1][1]
     assert n_jobs == 2
     ops = blob[(d_ops - BASE) // 8:(d_ops - BASE) // 8 + got["ops"].size].reshape(-1, 7)
-    spans = blob[(d_spans - BASE) // 8:(d_spans - BASE) // 8 + 4].reshape(2, 2)
+    spans = blob[(d_spans - BASE) // 8:(d_spans - BASE) // 8 + 6].reshape(2, 3)
     assert np.array_equal(ops, got["ops"]) and np.array_equal(spans, got["spans"])
     assert spans[1, 0] == spans[0, 1] and spans.sum(axis=0)[1] == len(ops)
+    assert (spans[:, 2] >= spans[:, 1]).all() and (spans[:, 2] <= 3 * spans[:, 1]).all()   # weights

@@ -74,8 +74,8 @@ def test_wide_partials_in_one_jobs_launch(device, n_states, n_categories, precis
     with gpu.dev:                         # jobs (6 then 8) and (7); then (9, 10, 11), each child-first
         gpu._sync_tips()
         d_ops = gpu._upload("t_ops", ops[[0, 2, 1, 3, 4, 5]])
-        d_spans = gpu._upload("t_spans", np.array([0, 2, 2, 1], dtype=np.int64))
+        d_spans = gpu._upload("t_spans", np.array([0, 2, 5, 2, 1, 2], dtype=np.int64))
         gpu.launch_jobs(d_ops, d_spans, 2)
-        d_spans2 = gpu._upload("t_spans2", np.array([3, 3], dtype=np.int64))
+        d_spans2 = gpu._upload("t_spans2", np.array([3, 3, 7], dtype=np.int64))
         gpu.launch_jobs(d_ops, d_spans2, 1)
     _compare(ref, gpu, precision)

@@ -198,6 +198,29 @@ def metered_run(data: dict, ngen: int, set_options: str, samplefreq: int, folder
     return meter, wall
 
 
+class EqualWeights:
+    """Give every job of the core's flushes the same weight (update_partials_jobs then splits the grid
+    evenly, as before weights existed): the A/B baseline of the weighted grid on the same machine."""
+
+    def __enter__(self):
+        from mbgpu.core.device_division import DeviceDivision
+
+        self.cls, self.plan = DeviceDivision, DeviceDivision.plan
+        plan = self.plan
+
+        def equal(div, *a, **k):
+            flush = plan(div, *a, **k)
+            at = sum(flush.sizes[:6])
+            flush.blob[at + 2:at + flush.sizes[6]:3] = 1
+            return flush
+
+        DeviceDivision.plan = equal
+        return self
+
+    def __exit__(self, *exc):
+        self.cls.plan = self.plan
+
+
 def run(data: dict, ngen: int, precision: str, folder: str, device_time: bool = False) -> dict:
     meter, wall = metered_run(data, ngen, "backend=gpu beagleprecision=%s" % precision, 100, folder, device_time)
     per_gen, g = meter.per_generation()
@@ -212,6 +235,28 @@ def run(data: dict, ngen: int, precision: str, folder: str, device_time: bool = 
             "fraction_of_bound": (1.0 / per_gen) / (bw / (meter.bytes / g))}
 
 
+def profile(data: dict, args, work: str, weights: str) -> dict:
+    """One timed run of `data` as the arguments say; its figures on one line (and returned)."""
+    detail = Detail()
+    if args.detail:
+        detail.install()
+    if args.cprofile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        got = prof.runcall(run, data, args.ngen, args.precision, tempfile.mkdtemp(dir=work), args.device_time)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.cprofile)
+    else:
+        got = run(data, args.ngen, args.precision, tempfile.mkdtemp(dir=work), args.device_time)
+    print("weights=%s " % weights + " ".join("%s=%s" % (k, ("%.4g" % v) if isinstance(v, float) else v)
+                                            for k, v in got.items()), flush=True)
+    if args.detail:
+        print("  host us per generation:", " ".join("%s=%.1f" % (k, 1e6 * v / max(got["generations"], 1))
+                                                   for k, v in sorted(detail.t.items())), flush=True)
+    return got
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", nargs="+", default=["dna64x50k"], choices=sorted(peers.DATASETS))
@@ -221,6 +266,12 @@ def main(argv=None) -> int:
                     help="page-locked asynchronous flushes (choose_backend(asynchronous=True))")
     ap.add_argument("--device-time", action="store_true",
                     help="CUDA events around each flush: the device's busy time per generation (device_us)")
+    ap.add_argument("--weights", default="real", choices=("real", "equal", "both"),
+                    help="the jobs kernel's grid by the jobs' weights (real), evenly (equal), or both in turn")
+    ap.add_argument("--waves", type=int, nargs="+", default=[1],
+                    help="the jobs kernel's grid in waves of resident blocks (CudaBackend.jobs_waves), in turn")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat every configuration this often, alternating, and print the medians")
     ap.add_argument("--detail", action="store_true", help="time CudaBackend's launch helpers (us per generation)")
     ap.add_argument("--cprofile", type=int, default=0, metavar="N",
                     help="also print the N functions with the most own time (cProfile of the timed run)")
@@ -232,26 +283,28 @@ def main(argv=None) -> int:
         import mbgpu.likelihood.select as select
 
         select.choose_backend = functools.partial(select.choose_backend, asynchronous=True)
+    from mbgpu.cuda.backend import CudaBackend
+
     for name in args.data:
         data = peers.prepare_data(name, os.path.join(work, "data"))
         run(data, 20, args.precision, tempfile.mkdtemp(dir=work))          # compile and warm up
-        detail = Detail()
-        if args.detail:
-            detail.install()
-        if args.cprofile:
-            import cProfile
-            import pstats
-
-            prof = cProfile.Profile()
-            got = prof.runcall(run, data, args.ngen, args.precision, tempfile.mkdtemp(dir=work), args.device_time)
-            pstats.Stats(prof).sort_stats("tottime").print_stats(args.cprofile)
-        else:
-            got = run(data, args.ngen, args.precision, tempfile.mkdtemp(dir=work), args.device_time)
-        print(" ".join("%s=%s" % (k, ("%.4g" % v) if isinstance(v, float) else v) for k, v in got.items()),
-              flush=True)
-        if args.detail:
-            print("  host us per generation:", " ".join("%s=%.1f" % (k, 1e6 * v / max(got["generations"], 1))
-                                                       for k, v in sorted(detail.t.items())), flush=True)
+        got: dict = {}
+        for _round in range(args.rounds):
+            for waves in args.waves:
+                CudaBackend.jobs_waves = waves
+                for weights in (("equal", "real") if args.weights == "both" else (args.weights,)):
+                    key = "%s waves=%d" % (weights, waves)
+                    if weights == "equal":
+                        with EqualWeights():
+                            got.setdefault(key, []).append(profile(data, args, work, key))
+                    else:
+                        got.setdefault(key, []).append(profile(data, args, work, key))
+        if args.rounds > 1:
+            for key, runs in got.items():
+                rates = sorted(r["gen_per_s"] for r in runs)
+                print("median %s data=%s gen_per_s=%.4g fraction_of_bound=%.4g (rounds: %s)" % (
+                    key, name, float(np.median(rates)), float(np.median([r["fraction_of_bound"] for r in runs])),
+                    " ".join("%.0f" % r for r in rates)), flush=True)
     return 0
 
 

@@ -70,6 +70,7 @@ class MoveTable:
         self.is_alpha = np.zeros(m, dtype=np.bool_)
         width = max([1] + [int(layout.off[k + 1] - layout.off[k]) for k in range(len(layout.shapes))])
         self.scale = np.ones((m, width))
+        self.alpha_factor = np.ones(m)                       # Dirichlet: tuning x this (ParamMove.alpha_factor)
         weights = np.array([mv.weight for mv in moves], dtype=np.float64)
         self.cdf = (weights / weights.sum()).cumsum()
         self.cdf /= self.cdf[-1]
@@ -93,6 +94,7 @@ class MoveTable:
             self.is_alpha[i] = mv.tuning_name == "alpha"
             if mv.scale is not None:
                 self.scale[i, :len(mv.scale)] = mv.scale
+            self.alpha_factor[i] = mv.alpha_factor
             return
         self.kind[i] = _TREE_KINDS[type(inner).__name__][0]
         if inner.target is not None:

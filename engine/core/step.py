@@ -26,9 +26,9 @@ from mbgpu.jit import JIT_OPTIONS
 
 
 @numba.njit(**JIT_OPTIONS)
-def _propose_param(kind, s, x, tuning, scale, lo, hi):
+def _propose_param(kind, s, x, tuning, scale, lo, hi, alpha_factor):
     if kind == L.DIRICHLET:
-        return dirichlet_move(s, x, tuning[0], scale)
+        return dirichlet_move(s, x, tuning[0] * alpha_factor, scale)
     if kind == L.SLIDER:
         return simplex_slider(s, x, tuning[0], scale)
     if kind == L.MULTIPLIER:
@@ -55,7 +55,7 @@ def _propose_tree(kind, parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, 
 
 @numba.njit(**JIT_OPTIONS)
 def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                   bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo):
+                   bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo):
     """Chain c: copy its state into the proposal arrays, pick a move by weight and propose; a live tree
     proposal marks every pattern set (todo 1). Touches only chain c's rows (chains may run on threads)."""
     parent_p[c, :] = parent[c, :]
@@ -69,7 +69,8 @@ def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p,
     moved[c] = k
     if k >= 0:
         x = theta_p[c, off[k]:off[k + 1]]
-        log_h[c] = _propose_param(mkind[m], s, x, tuning[c, m], scale[m, :x.shape[0]], bounds[m, 0], bounds[m, 1])
+        log_h[c] = _propose_param(mkind[m], s, x, tuning[c, m], scale[m, :x.shape[0]], bounds[m, 0], bounds[m, 1],
+                                  alpha_factor[m])
     else:
         log_h[c] = _propose_tree(mkind[m], parent_p[c], kids_p[c], brlen_p[c], n_tips, s, tuning[c, m], lo, hi,
                                  anchor, pars)
@@ -91,14 +92,15 @@ def _live_params(c0, c1, moved, log_h, by_param):
 
 @numba.njit(**JIT_OPTIONS)
 def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo, by_param,
-                c0, c1):
+                bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo,
+                by_param, c0, c1):
     """Each chain c0 <= c < c1 proposes (propose_chain); the chains whose parameter proposal is live are
     listed in by_param (the caller builds their models); returns how many."""
     todo[:, c0:c1] = 0
     for c in range(c0, c1):
         propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                       bounds, scale, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo)
+                       bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved,
+                       todo)
     return _live_params(c0, c1, moved, log_h, by_param)
 
 

@@ -191,8 +191,8 @@ class CoreStepper:
             numba.set_num_threads(self.pars_threads)
         try:
             return int(propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
-                                   self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.tuning,
-                                   self.layout.off, self.n_tips, self.lo, self.hi, self.anchor, self.pars,
+                                   self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.alpha_factor,
+                                   mv.tuning, self.layout.off, self.n_tips, self.lo, self.hi, self.anchor, self.pars,
                                    self.move_of, self.log_h, self.moved, self.todo, self.by_param, c0, c1))
         finally:
             if held:

@@ -11,7 +11,7 @@ import copy
 import numpy as np
 
 from mbgpu.output.paramnames import part_suffix
-from mbgpu.param_kinds import KIND, MULTIPLIERS
+from mbgpu.param_kinds import KIND, MULTIPLIERS, SIMPLEX
 from mbgpu.sampler.param_moves import ParamMove
 
 
@@ -27,12 +27,22 @@ def parameter_moves(params, n_divisions: int, n_chars: dict | None = None) -> li
             scale = n / n.sum()
         for m in pk.moves:
             name = "%s(%s%s)" % (m.head, pk.title, part_suffix(p.divisions, n_divisions))
-            out.append(ParamMove(name, i, m.kind, m.weight, m.tuning, m.tuning_name, bounds=pk.bounds, scale=scale))
+            out.append(ParamMove(name, i, m.kind, m.weight, m.tuning, m.tuning_name, bounds=pk.bounds, scale=scale,
+                                 alpha_factor=dirichlet_alpha_factor(pk.form, m.kind, int(np.size(p.value)))))
     return out
 
 
-def tree_moves(n_divisions: int) -> list:
-    """The unconstrained-tree moves (mbgpu.moves) with MrBayes' default weights and names."""
+def dirichlet_alpha_factor(form: str, kind: str, size: int) -> float:
+    """What MrBayes multiplies a Dirichlet move's tuning by: the number of components of a simplex or
+    of the rate multipliers (Move_Revmat_Dir: alphaPi = mvp[0] * nRates; Move_Statefreqs: mvp[0] *
+    nStates; Move_RateMult_Dir likewise), 1 for a ratio (Move_Tratio_Dir: mvp[0]). Acceptance rates
+    of MrBayes 3.2.7a and mbgpu agree with it (docs/moves.md)."""
+    return float(size) if kind == "dirichlet" and form in (SIMPLEX, MULTIPLIERS) else 1.0
+
+
+def tree_moves(n_divisions: int, fixed_topology: bool = False) -> list:
+    """The unconstrained-tree moves (mbgpu.moves) with MrBayes' default weights and names; with a fixed
+    topology only those of the branch lengths (MrBayes drops every move of Tau)."""
     from mbgpu.moves import default_tree_moves
     from mbgpu.sampler.tree_move_slot import TreeMoveSlot
 
@@ -40,16 +50,19 @@ def tree_moves(n_divisions: int) -> list:
     out = []
     for move in default_tree_moves():
         head, _, inner = move.name.partition("(")
+        if fixed_topology and "Tau" in inner.rstrip(")").split(","):
+            continue
         params = ",".join(p + sfx for p in inner.rstrip(")").split(","))
         out.append(TreeMoveSlot(move, "%s(%s)" % (head, params)))
     return out
 
 
-def build_moves(params, n_divisions: int, include_tree: bool = True, n_chars: dict | None = None) -> list:
+def build_moves(params, n_divisions: int, include_tree: bool = True, n_chars: dict | None = None,
+                fixed_topology: bool = False) -> list:
     """The full move list of one chain: parameter moves then tree moves."""
     moves = parameter_moves(params, n_divisions, n_chars)
     if include_tree:
-        moves += tree_moves(n_divisions)
+        moves += tree_moves(n_divisions, fixed_topology)
     return moves
 
 

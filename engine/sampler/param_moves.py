@@ -41,6 +41,9 @@ class ParamMove:
     autotune: bool = True
     bounds: tuple[float, float] = (1e-5, 100.0)
     scale: np.ndarray | None = None  # rate multipliers: moved as the proportions scale * m (sum 1)
+    # a Dirichlet move draws w' ~ Dirichlet(tuning * alpha_factor * w): MrBayes' alphaPi multiplies the
+    # tuning by the number of rates or states for Revmat and Pi (Move_Revmat_Dir, Move_Statefreqs)
+    alpha_factor: float = 1.0
     counts: dict = field(default_factory=lambda: {"tried": 0, "accepted": 0, "batch_tried": 0,
                                                   "batch_accepted": 0, "batches": 0})
 
@@ -53,7 +56,7 @@ class ParamMove:
 
     def _propose(self, value: np.ndarray, rng: np.random.Generator):
         if self.kind == "dirichlet":
-            return _dirichlet(value, self.tuning, rng)
+            return _dirichlet(value, self.tuning * self.alpha_factor, rng)
         if self.kind == "slider":
             return _simplex_slider(value, self.tuning, rng)
         if self.kind == "multiplier":

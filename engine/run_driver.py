@@ -107,7 +107,8 @@ def begin(s, con) -> CheckpointSession:
     con.print("   Seed = %d" % s.options["Seed"])
     con.print("   Swapseed = %d" % s.options["Swapseed"])
     params = free_parameters(s)
-    for line in model_summary_lines(s, params) + [""] + move_lines(build_moves(params, len(s.divisions))) + [""]:
+    moves = build_moves(params, len(s.divisions), fixed_topology=s.fixed_topology() is not None)
+    for line in model_summary_lines(s, params) + [""] + move_lines(moves) + [""]:
         con.print(line)
     return ckp
 

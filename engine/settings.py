@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from mbgpu.charmatrix import CharacterMatrix
+from mbgpu.errors import NotImplementedYet
 
 
 @dataclass
@@ -128,6 +129,19 @@ class Settings:
         if not self.excluded:
             return columns
         return columns[~np.isin(columns, np.fromiter(self.excluded, dtype=np.int64))]
+
+    def fixed_topology(self) -> str | None:
+        """The user tree that `prset topologypr=fixed(NAME)` fixes the topology to (None: uniform).
+
+        Raises:
+            NotImplementedYet: the divisions' topology priors differ (a topology per division).
+        """
+        kinds = {str(d.prset["Topologypr"]) for d in self.divisions if "Topologypr" in d.prset}
+        if len(kinds) > 1:
+            raise NotImplementedYet("topologypr %s in different partitions (a topology of their own) is not "
+                                    "supported yet" % " and ".join(sorted(k.lower() for k in kinds)))
+        pr = next((d.prset["Topologypr"] for d in self.divisions if "Topologypr" in d.prset), None)
+        return pr.args[0] if pr is not None and pr.kind == "Fixed" else None
 
     def division_indices(self, applyto) -> list[int]:
         """0-based divisions named by an `applyto` value ('all' or 1-based numbers)."""

@@ -1,5 +1,6 @@
-"""Starting trees of the chains: the `startvals tau=/V=` tree, or a random topology with every branch
-0.02 long (MrBayes' default), drawn from the chain's own random stream."""
+"""Starting trees of the chains: the fixed topology of `prset topologypr=fixed(NAME)`, the `startvals
+tau=/V=` tree, or a random topology with every branch 0.02 long (MrBayes' default), drawn from the
+chain's own random stream."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,10 +37,15 @@ def user_tree(settings, name: str) -> Tree:
 
 
 def start_tree(settings, rng: np.random.Generator) -> Tree:
-    """The start tree of one chain (startvals when given, otherwise random)."""
+    """The start tree of one chain: the fixed topology (`prset topologypr=fixed(NAME)`, which overrides
+    startvals tau as in MrBayes), startvals when given, otherwise random; branch lengths from startvals
+    V, else 0.02."""
     if settings.matrix.ntax < 3:
         raise DataError("an analysis needs at least 3 taxa; the matrix has %d" % settings.matrix.ntax)
     tau, v = settings.startvals.get("Tau"), settings.startvals.get("V")
+    fixed = settings.fixed_topology()
+    if fixed is not None:
+        tau = fixed
     if tau is None and v is None:
         return random_tree(settings.matrix.ntax, rng, brlen=DEFAULT_BRLEN)
     tree = user_tree(settings, tau or v)
@@ -48,7 +54,8 @@ def start_tree(settings, rng: np.random.Generator) -> Tree:
     elif tau is not None and v != tau:
         lengths = user_tree(settings, v)
         if lengths.splits() != tree.splits():
-            raise ModelError("startvals: tree '%s' (V) does not have the topology of '%s' (tau)" % (v, tau))
+            raise ModelError("startvals: tree '%s' (V) does not have the topology of '%s' (%s)"
+                             % (v, tau, "the fixed topology" if fixed is not None else "tau"))
         tree = lengths
     if np.any(tree.brlen[tree.parent >= 0] <= 0):
         raise ModelError("startvals: tree '%s' has a branch length that is not positive" % (v or tau))

@@ -85,6 +85,9 @@ def _model(interp, spec, cmd, attr: str) -> None:
                                 a.value.token, CommandError)
     divisions = s.division_indices(applyto)
     for name, value, a in pairs:
+        if name == "Topologypr" and value.kind == "Fixed" and value.args[0] not in s.trees:
+            raise cmd.error("topologypr=fixed(%s): no tree of that name (trees: %s)"
+                            % (value.args[0], ", ".join(s.trees) or "none"), a.value.token, CommandError)
         if name == "Ratepr" and value.kind == "Dirichlet" and len(value.args) != len(divisions):
             raise cmd.error("ratepr=dirichlet(...) needs one value per division it applies to (%d), got %d"
                             % (len(divisions), len(value.args)), a.value.token, CommandError)
@@ -223,6 +226,10 @@ def do_startvals(interp, spec, cmd) -> None:
         if name in ("Tau", "V") and value not in s.trees:
             raise cmd.error("startvals %s=%s: no tree of that name (trees: %s)"
                             % (name.lower(), value, ", ".join(s.trees) or "none"), a.value.token, CommandError)
+        if name == "Tau" and s.fixed_topology() is not None:     # MrBayes: "The parameter 'Tau' is fixed ..."
+            raise cmd.error("startvals tau=%s: the topology is fixed (prset topologypr=fixed(%s)), so its "
+                            "starting value cannot be set" % (value, s.fixed_topology()), a.value.token,
+                            CommandError)
         if name == "Ratemultiplier" and len(value) != len(s.divisions):
             raise cmd.error("ratemultiplier needs %d values (one per division), got %d"
                             % (len(s.divisions), len(value)), a.value.token, CommandError)

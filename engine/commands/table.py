@@ -73,7 +73,7 @@ def _prset() -> list[Param]:
         P("Symdirihyperpr", "Fixed(Infinity)", "symmetric Dirichlet hyperprior",
           ("Uniform", "Exponential", "Fixed"), supported=no),
         P("Topologypr", "Uniform", "topology", ("Uniform", "Constraints", "Fixed", "Speciestree"), named=True,
-          supported=("Uniform",)),
+          supported=("Uniform", "Fixed")),
         P("Brlenspr", "Unconstrained:GammaDir(1,0.1,1,1)", "branch lengths", ("Unconstrained", "Clock", "Fixed"),
           subs={"Unconstrained": ("Exponential", "Uniform", "GammaDir", "invGamDir", "twoExp"),
                 "Clock": ("Uniform", "Birthdeath", "Coalescence", "Fossilization", "Speciestree")},

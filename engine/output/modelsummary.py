@@ -128,6 +128,8 @@ def _prior(p: ModelParameter, index: int, settings) -> str:
     """The `Prior = ...` text of parameter number `index` (0-based)."""
     pr, k = p.prior, p.kind
     if k == "topology":
+        if pr.kind == "Fixed":
+            return "Prior is fixed to the topology of user tree '%s'" % pr.args[0]
         return "All topologies equally probable a priori"
     if k == "brlens":
         return _brlens_prior(pr)

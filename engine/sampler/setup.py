@@ -113,7 +113,8 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     use_data = settings.mcmc.get("Data", "Yes") == "Yes"
     inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models
               for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []
-    template = build_moves(params, len(settings.divisions), include_tree=tree_moves, n_chars=n_chars)
+    template = build_moves(params, len(settings.divisions), include_tree=tree_moves, n_chars=n_chars,
+                           fixed_topology=settings.fixed_topology() is not None)
     shared = ModelCache()
     n_lanes = sum(1 for r in range(opts.nruns) for c in range(opts.nchains) if owned is None or owned(r, c))
     _check_memory(settings.matrix.ntax, n_lanes, inputs, factory, available)

@@ -58,6 +58,8 @@ class Settings:
     outgroup: int = 0
     trees: dict[str, TreeRecord] = field(default_factory=dict)
     excluded: set = field(default_factory=set)  # 0-based excluded columns
+    taxsets: dict[str, frozenset] = field(default_factory=dict)   # lower-case name -> 0-based taxa
+    constraints: dict[str, Any] = field(default_factory=dict)     # lower-case name -> mbgpu.constraints.Constraint
     stored: list = field(default_factory=list)  # commands kept for later (constraint, calibrate, ...)
 
     @classmethod
@@ -81,6 +83,7 @@ class Settings:
         self.matrix, self.data_file = matrix, data_file
         self.charsets, self.partitions, self.unlinked, self.startvals = {}, {}, {}, {}
         self.outgroup, self.excluded, self.stored = 0, set(), []
+        self.taxsets, self.constraints = {}, {}
         self.partitions["Default"] = default_partition(matrix)
         self.activate("Default")
 
@@ -130,8 +133,8 @@ class Settings:
             return columns
         return columns[~np.isin(columns, np.fromiter(self.excluded, dtype=np.int64))]
 
-    def fixed_topology(self) -> str | None:
-        """The user tree that `prset topologypr=fixed(NAME)` fixes the topology to (None: uniform).
+    def topology_prior(self):
+        """`prset topologypr` (a PriorValue: Uniform, Fixed(TREE) or Constraints(NAME, ...)), or None.
 
         Raises:
             NotImplementedYet: the divisions' topology priors differ (a topology per division).
@@ -140,7 +143,11 @@ class Settings:
         if len(kinds) > 1:
             raise NotImplementedYet("topologypr %s in different partitions (a topology of their own) is not "
                                     "supported yet" % " and ".join(sorted(k.lower() for k in kinds)))
-        pr = next((d.prset["Topologypr"] for d in self.divisions if "Topologypr" in d.prset), None)
+        return next((d.prset["Topologypr"] for d in self.divisions if "Topologypr" in d.prset), None)
+
+    def fixed_topology(self) -> str | None:
+        """The user tree that `prset topologypr=fixed(NAME)` fixes the topology to (None: not fixed)."""
+        pr = self.topology_prior()
         return pr.args[0] if pr is not None and pr.kind == "Fixed" else None
 
     def division_indices(self, applyto) -> list[int]:

@@ -1,10 +1,11 @@
 """Starting trees of the chains: the fixed topology of `prset topologypr=fixed(NAME)`, the `startvals
-tau=/V=` tree, or a random topology with every branch 0.02 long (MrBayes' default), drawn from the
-chain's own random stream."""
+tau=/V=` tree (which must satisfy the topology constraints), or a random topology inside the constraints
+with every branch 0.02 long (MrBayes' default), drawn from the chain's own random stream."""
 from __future__ import annotations
 
 import numpy as np
 
+from mbgpu import constraints
 from mbgpu.errors import DataError, ModelError
 from mbgpu.tree import Tree, random_tree
 
@@ -43,10 +44,12 @@ def start_tree(settings, rng: np.random.Generator) -> Tree:
     if settings.matrix.ntax < 3:
         raise DataError("an analysis needs at least 3 taxa; the matrix has %d" % settings.matrix.ntax)
     tau, v = settings.startvals.get("Tau"), settings.startvals.get("V")
-    fixed = settings.fixed_topology()
+    fixed, cset = settings.fixed_topology(), constraints.active(settings)
     if fixed is not None:
         tau = fixed
     if tau is None and v is None:
+        if cset is not None:
+            return cset.random_tree(rng, DEFAULT_BRLEN)
         return random_tree(settings.matrix.ntax, rng, brlen=DEFAULT_BRLEN)
     tree = user_tree(settings, tau or v)
     if v is None:
@@ -59,4 +62,7 @@ def start_tree(settings, rng: np.random.Generator) -> Tree:
         tree = lengths
     if np.any(tree.brlen[tree.parent >= 0] <= 0):
         raise ModelError("startvals: tree '%s' has a branch length that is not positive" % (v or tau))
+    broken = cset.violated(tree) if cset is not None else None
+    if broken is not None:                         # MrBayes: "Tree breaks constraint '...'"
+        raise ModelError("startvals: tree '%s' breaks constraint '%s'" % (tau or v, broken.name))
     return tree

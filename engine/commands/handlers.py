@@ -8,11 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from mbgpu import charsets as cs
+from mbgpu import constraints
 from mbgpu.commands import helptext
 from mbgpu.commands.params import PriorValue, resolve
+from mbgpu.commands.taxa_cmds import do_constraint, do_taxset
 from mbgpu.commands.values import Assignment, parse_assignments
 from mbgpu.analysis import adopt_run_count, run_mcmc
 from mbgpu.errors import CommandError, MbgpuError, NotImplementedYet, Quit
+from mbgpu.start_state import user_tree
 from mbgpu.summary import run_sump, run_sumt
 
 
@@ -88,6 +91,8 @@ def _model(interp, spec, cmd, attr: str) -> None:
         if name == "Topologypr" and value.kind == "Fixed" and value.args[0] not in s.trees:
             raise cmd.error("topologypr=fixed(%s): no tree of that name (trees: %s)"
                             % (value.args[0], ", ".join(s.trees) or "none"), a.value.token, CommandError)
+        if name == "Topologypr" and value.kind == "Constraints":
+            _check_constraints(interp, cmd, a, value.args)
         if name == "Ratepr" and value.kind == "Dirichlet" and len(value.args) != len(divisions):
             raise cmd.error("ratepr=dirichlet(...) needs one value per division it applies to (%d), got %d"
                             % (len(divisions), len(value.args)), a.value.token, CommandError)
@@ -98,6 +103,22 @@ def _model(interp, spec, cmd, attr: str) -> None:
                 value = PriorValue("Dirichlet", (value.args[j],))
             if name != "Applyto":
                 target[name] = value
+
+
+def _check_constraints(interp, cmd, a, names) -> None:
+    """topologypr=constraints(...): every name defined, the hard ones compatible (MrBayes refuses the
+    prset otherwise); trivial ones are disregarded with MrBayes' warning."""
+    s = interp.settings
+    try:
+        chosen = constraints.named(s, names)
+        n = s.matrix.ntax
+        constraints.ConstraintSet([c for c in chosen if constraints.trivial(c, n) is None], n)
+    except MbgpuError as err:
+        raise cmd.error(err.message, a.value.token, type(err)) from None
+    for c in chosen:
+        why = constraints.trivial(c, s.matrix.ntax)
+        if why:
+            interp.console.print("   WARNING: Constraint '%s' will be disregarded: %s" % (c.name, why))
 
 
 def do_mcmc(interp, spec, cmd, run: bool = True) -> None:
@@ -226,6 +247,11 @@ def do_startvals(interp, spec, cmd) -> None:
         if name in ("Tau", "V") and value not in s.trees:
             raise cmd.error("startvals %s=%s: no tree of that name (trees: %s)"
                             % (name.lower(), value, ", ".join(s.trees) or "none"), a.value.token, CommandError)
+        if name == "Tau" and constraints.active(s) is not None:   # MrBayes: "Tree breaks constraint '...'"
+            broken = constraints.active(s).violated(user_tree(s, value))
+            if broken is not None:
+                raise cmd.error("startvals tau=%s: the tree breaks constraint '%s'" % (value, broken.name),
+                                a.value.token, CommandError)
         if name == "Tau" and s.fixed_topology() is not None:     # MrBayes: "The parameter 'Tau' is fixed ..."
             raise cmd.error("startvals tau=%s: the topology is fixed (prset topologypr=fixed(%s)), so its "
                             "starting value cannot be set" % (value, s.fixed_topology()), a.value.token,
@@ -348,7 +374,14 @@ _HANDLERS = {
     "Outgroup": do_outgroup, "Startvals": do_startvals, "Log": do_log, "Execute": do_execute,
     "Help": do_help, "Showmodel": do_showmodel, "Quit": do_quit, "Report": do_report,
     "Exclude": do_exclude, "Include": do_exclude, "Ctype": do_ctype,
+    "Taxset": lambda i, s, c: _with_data(do_taxset, i, s, c),
+    "Constraint": lambda i, s, c: _with_data(do_constraint, i, s, c),
 }
+
+
+def _with_data(handler, interp, spec, cmd) -> None:
+    _need_data(interp, cmd)
+    handler(interp, spec, cmd)
 
 
 def run(interp, spec, cmd) -> None:

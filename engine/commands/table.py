@@ -73,7 +73,7 @@ def _prset() -> list[Param]:
         P("Symdirihyperpr", "Fixed(Infinity)", "symmetric Dirichlet hyperprior",
           ("Uniform", "Exponential", "Fixed"), supported=no),
         P("Topologypr", "Uniform", "topology", ("Uniform", "Constraints", "Fixed", "Speciestree"), named=True,
-          supported=("Uniform", "Fixed")),
+          supported=("Uniform", "Fixed", "Constraints")),
         P("Brlenspr", "Unconstrained:GammaDir(1,0.1,1,1)", "branch lengths", ("Unconstrained", "Clock", "Fixed"),
           subs={"Unconstrained": ("Exponential", "Uniform", "GammaDir", "invGamDir", "twoExp"),
                 "Clock": ("Uniform", "Birthdeath", "Coalescence", "Fossilization", "Speciestree")},
@@ -256,6 +256,9 @@ def build_table() -> dict[str, CommandSpec]:
         CommandSpec("Exclude", "excludes characters from the analysis", [], "exclude 1-10 NAME ...|all;"),
         CommandSpec("Ctype", "sets character types (only unordered is supported yet)", [], "ctype TYPE: 1-10 ...;"),
         CommandSpec("Include", "includes excluded characters again", [], "include 1-10 NAME ...|all;"),
+        CommandSpec("Taxset", "defines a set of taxa", [], "taxset NAME = taxa (names, numbers, 3-7, taxsets);"),
+        CommandSpec("Constraint", "defines a topology constraint (used by prset topologypr=constraints(...))", [],
+                    "constraint NAME [hard|negative|partial] = taxa [: taxa];"),
     ]
     for name, summary in _STORED:
         specs.append(CommandSpec(name, summary + " (stored; not used by the analysis yet)", [], ""))
@@ -265,8 +268,8 @@ def build_table() -> dict[str, CommandSpec]:
 
 
 _STORED = [
-    ("Calibrate", "node calibrations"), ("Constraint", "topology constraints"),
-    ("Pairs", "doublet pairs"), ("Speciespartition", "species partition"), ("Taxset", "taxon sets"),
+    ("Calibrate", "node calibrations"),
+    ("Pairs", "doublet pairs"), ("Speciespartition", "species partition"),
 ]
 
 _NOT_YET = [

@@ -14,6 +14,7 @@ import numpy as np
 # move kinds of the compiled step (mbgpu.core.step dispatches on them)
 DIRICHLET, SLIDER, MULTIPLIER, PINVAR_SLIDER = 0, 1, 2, 3
 EXT_SPR, EXT_TBR, NNI, PARS_SPR, BRANCH_MULTIPLIER, NODE_SLIDER, TREE_LENGTH = 10, 11, 12, 13, 14, 15, 16
+FIRST_TOPOLOGY, LAST_TOPOLOGY = EXT_SPR, PARS_SPR      # the kinds that change the topology
 
 _PARAM_KINDS = {"dirichlet": DIRICHLET, "slider": SLIDER, "multiplier": MULTIPLIER, "pinvar_slider": PINVAR_SLIDER}
 # tree move class -> (kind, tuning keys in the order the compiled move reads them)

@@ -17,6 +17,7 @@ import numba
 from mbgpu.core import layout as L
 from mbgpu.core.branch_moves import autotune_multiplier, branch_multiplier, node_slider, tree_length_multiplier
 from mbgpu.core.param_moves import dirichlet_move, log_multiplier, pinvar_slider, simplex_slider, tune_param
+from mbgpu.core.constraint_check import constraints_hold
 from mbgpu.core.pars_spr import pars_spr
 from mbgpu.core.prior import brlens_log_prior
 from mbgpu.core.rng import pick, uniform
@@ -55,9 +56,11 @@ def _propose_tree(kind, parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, 
 
 @numba.njit(**JIT_OPTIONS)
 def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                   bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo):
-    """Chain c: copy its state into the proposal arrays, pick a move by weight and propose; a live tree
-    proposal marks every pattern set (todo 1). Touches only chain c's rows (chains may run on threads)."""
+                   bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b, pars,
+                   move_of, log_h, moved, todo):
+    """Chain c: copy its state into the proposal arrays, pick a move by weight and propose; a tree proposal
+    that breaks a topology constraint (`cons_*`, mbgpu.core.constraint_check) is rejected, a live one marks
+    every pattern set (todo 1). Touches only chain c's rows (chains may run on threads)."""
     parent_p[c, :] = parent[c, :]
     kids_p[c, :, :] = kids[c, :, :]
     brlen_p[c, :] = brlen[c, :]
@@ -75,6 +78,9 @@ def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p,
         log_h[c] = _propose_tree(mkind[m], parent_p[c], kids_p[c], brlen_p[c], n_tips, s, tuning[c, m], lo, hi,
                                  anchor, pars)
         sort_kids(kids_p[c])       # states keep children in order (trees.sort_kids says why)
+        if log_h[c] != -math.inf and L.FIRST_TOPOLOGY <= mkind[m] <= L.LAST_TOPOLOGY and not constraints_hold(
+                parent_p[c], kids_p[c], n_tips, cons_kind, cons_a, cons_b):
+            log_h[c] = -math.inf
         if log_h[c] != -math.inf:
             todo[:, c] = 1
 
@@ -92,15 +98,15 @@ def _live_params(c0, c1, moved, log_h, by_param):
 
 @numba.njit(**JIT_OPTIONS)
 def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved, todo,
-                by_param, c0, c1):
+                bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b, pars,
+                move_of, log_h, moved, todo, by_param, c0, c1):
     """Each chain c0 <= c < c1 proposes (propose_chain); the chains whose parameter proposal is live are
     listed in by_param (the caller builds their models); returns how many."""
     todo[:, c0:c1] = 0
     for c in range(c0, c1):
         propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                       bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, pars, move_of, log_h, moved,
-                       todo)
+                       bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b, pars,
+                       move_of, log_h, moved, todo)
     return _live_params(c0, c1, moved, log_h, by_param)
 
 

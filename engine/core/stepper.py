@@ -12,6 +12,7 @@ import numba
 import numpy as np
 
 from mbgpu.core import trees as T
+from mbgpu.core.constraint_check import no_constraints
 from mbgpu.core.device_division import DeviceDivision, device_backend
 from mbgpu.core.division import PROP, DivisionArrays, host_buffers
 from mbgpu.core.layout import MoveTable, ParamLayout, unsupported_move
@@ -72,6 +73,8 @@ class CoreStepper:
         ctx = first.ctx
         self.lo, self.hi = brlen_bounds(ctx.brlens_prior)
         self.anchor = int(ctx.anchor)
+        cset = getattr(ctx, "constraints", None)           # topology constraints: proposals that break one
+        self.cons = cset.arrays() if cset is not None else no_constraints(self.n_tips)   # are rejected
         self.threads = numba.get_num_threads()           # (also starts numba's pool)
         self.pars_threads = pars_threads(self.threads)
         self.held = False                                # numba's threads held at pars_threads (step)
@@ -192,7 +195,7 @@ class CoreStepper:
         try:
             return int(propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
                                    self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.alpha_factor,
-                                   mv.tuning, self.layout.off, self.n_tips, self.lo, self.hi, self.anchor, self.pars,
+                                   mv.tuning, self.layout.off, self.n_tips, self.lo, self.hi, self.anchor, *self.cons, self.pars,
                                    self.move_of, self.log_h, self.moved, self.todo, self.by_param, c0, c1))
         finally:
             if held:

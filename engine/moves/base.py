@@ -66,6 +66,7 @@ data once (ParsSPR's bit planes and weight-noise plans), shared by the chains th
     rate_mults: Sequence[float] | None = None
     anchor: int = 0
     parsimony: Any = None      # mbgpu.cuda.parsimony.GpuParsimony when the likelihood runs on a GPU
+    constraints: Any = None    # mbgpu.constraints.ConstraintSet: topology proposals that break one are rejected
     prepared: dict = field(default_factory=dict, repr=False, compare=False)   # per-data caches of moves
 
 

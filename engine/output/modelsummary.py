@@ -7,6 +7,7 @@ line three spaces more. Only the model features mbgpu runs are described; parame
 """
 from __future__ import annotations
 
+from mbgpu import constraints
 from mbgpu.output.paramnames import ModelParameter, model_parameters
 from mbgpu.param_kinds import KIND, PARAMS, SCALAR, TREE
 
@@ -130,6 +131,8 @@ def _prior(p: ModelParameter, index: int, settings) -> str:
     if k == "topology":
         if pr.kind == "Fixed":
             return "Prior is fixed to the topology of user tree '%s'" % pr.args[0]
+        if pr.kind == "Constraints":
+            return "Prior on topology obeys the following constraints:"
         return "All topologies equally probable a priori"
     if k == "brlens":
         return _brlens_prior(pr)
@@ -209,6 +212,8 @@ def parameter_lines(settings, params) -> list[str]:
     for i, p in enumerate(mps):
         out += ["   %4d --  Parameter  = %s" % (i + 1, p.name(n)), "            Type       = %s" % p.type_name()]
         out.append("            Prior      = %s" % _prior(p, i, settings))
+        if p.kind == "topology" and p.prior.kind == "Constraints":
+            out += ["                         " + c.describe() for c in constraints.named(settings, p.prior.args)]
         if n > 1:
             out.append("            " + _partitions(p.divisions, n))
         if p.kind == "topology":

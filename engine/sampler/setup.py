@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mbgpu import constraints
 from mbgpu.memory_check import Table, available_bytes, check_fits, likelihood_bytes
 from mbgpu.model_settings import build_division_models, rate_multipliers
 from mbgpu.models import build_model
@@ -30,6 +31,7 @@ class Prior:
     brlenspr: object
     params: list
     n_chars: dict
+    constraints: object = None     # mbgpu.constraints.ConstraintSet: the topology term counts what they allow
 
     def __call__(self, tree, values) -> float:
         return self.total(self.brlens(tree), self.topology(tree.n_tips), self.parameters(values))
@@ -45,7 +47,8 @@ class Prior:
         """The topology term, computed once per tip count (it is a constant of the analysis)."""
         cache = self.__dict__.setdefault("_topology", {})
         if n_tips not in cache:
-            cache[n_tips] = topology_log_prior(n_tips)
+            cs = self.constraints
+            cache[n_tips] = cs.log_topology_prior() if cs is not None else topology_log_prior(n_tips)
         return cache[n_tips]
 
     def parameter(self, k: int, value) -> float:
@@ -81,7 +84,8 @@ def _move_context(settings, sets, factory=None, gpu_parsimony: bool = True):
     return MoveContext(n_tips=settings.matrix.ntax, brlens_prior=settings.divisions[0].prset["Brlenspr"],
                        pattern_masks=[(ps.masks, ps.weights) for ps in flat],
                        n_states=[ps.n_states for ps in flat], anchor=settings.outgroup,
-                       parsimony=_gpu_parsimony(factory) if gpu_parsimony else None)
+                       parsimony=_gpu_parsimony(factory) if gpu_parsimony else None,
+                       constraints=constraints.active(settings))
 
 
 def _check_memory(n_tips: int, n_lanes: int, inputs, factory, available) -> None:
@@ -108,7 +112,7 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     params = free_parameters(settings)
     n_chars = {i: float(sum(p.weights.sum() for p in group)) for i, group in enumerate(sets, 1)}
     fixed_mult = rate_multipliers(settings)
-    prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars)
+    prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars, constraints.active(settings))
     ctx = _move_context(settings, sets, factory, gpu_parsimony)
     use_data = settings.mcmc.get("Data", "Yes") == "Yes"
     inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models

@@ -17,8 +17,12 @@ class TreeMoveSlot:
         return self.move.tuning.get("lambda") if self.autotune else None
 
     def propose(self, tree, rng, ctx):
+        """The move's proposal, or None (a rejection) when it aborted or breaks a topology constraint."""
         prop = self.move.propose(tree, rng, ctx)
-        return None if prop.aborted else prop
+        cons = getattr(ctx, "constraints", None)
+        if prop.aborted or (cons is not None and cons.violated(prop.tree) is not None):
+            return None
+        return prop
 
 
 def tune_tree_move(slot: TreeMoveSlot, rate: float) -> None:

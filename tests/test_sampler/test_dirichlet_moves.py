@@ -6,7 +6,6 @@ import re
 import subprocess
 
 import numpy as np
-import pytest
 
 from mbgpu.console import Console
 from mbgpu.core.param_moves import dirichlet_move

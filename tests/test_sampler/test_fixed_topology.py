@@ -1,19 +1,15 @@
 """`prset topologypr=fixed(NAME)`: the chains keep a user tree's topology and sample its branch lengths
 and the model, as MrBayes 3.2.7a does (same Gen-0 LnL/LnPr, same move list, same posterior within Monte
 Carlo error), and the user's mistakes stop with one line."""
-import io
 import re
 import subprocess
 
 import numpy as np
 import pytest
 
-from mbgpu.console import Console
-from mbgpu.errors import CommandError
-from mbgpu.interpreter import Interpreter
 from mbgpu.output.tfile import read_tfile
-from tests.conftest import TEST_DATA
 from tests.test_core.test_posterior import read_pstat
+from tests.test_sampler.primates_runs import gen0, run_mbgpu, write_run
 
 TREE = ("((((((Homo_sapiens:0.05,Pan:0.06):0.02,Gorilla:0.07):0.03,Pongo:0.1):0.02,Hylobates:0.1):0.05,"
         "(((Macaca_fuscata:0.02,M_mulatta:0.02):0.01,M_fascicularis:0.03):0.02,M_sylvanus:0.05):0.08):0.1,"
@@ -21,18 +17,8 @@ TREE = ("((((((Homo_sapiens:0.05,Pan:0.06):0.02,Gorilla:0.07):0.03,Pongo:0.1):0.
 OTHER = TREE.replace("(Homo_sapiens:0.05,Pan:0.06):0.02,Gorilla:0.07", "(Homo_sapiens:0.05,Gorilla:0.07):0.02,Pan:0.06")
 
 
-def _data() -> str:
-    text = (TEST_DATA / "primates.nex").read_text()
-    return re.search(r"(?is)begin\s+data\s*;.*?end\s*;", text).group(0)
-
-
 def _write(folder, commands: str, mcmc: str, after: str = "") -> None:
-    folder.mkdir(exist_ok=True)
-    (folder / "run.nex").write_text(
-        "#NEXUS\n%s\nbegin trees;\n  tree t1 = %s\n  tree t2 = %s\nend;\nbegin mrbayes;\n"
-        "  set autoclose=yes nowarn=yes quitonerror=yes seed=3 swapseed=4 precision=15 scientific=no;\n"
-        "  lset nst=6 rates=invgamma;\n  %s\n  mcmc %s filename=out;\n  %s\nend;\n"
-        % (_data(), TREE, OTHER, commands, mcmc, after))
+    write_run(folder, {"t1": TREE, "t2": OTHER}, commands, mcmc, after)
 
 
 def _splits(sample, n: int) -> set:
@@ -46,10 +32,7 @@ def _splits(sample, n: int) -> set:
     return out
 
 
-def _run_mbgpu(folder) -> str:
-    out = io.StringIO()
-    Interpreter(Console(out)).run_file(str(folder / "run.nex"))
-    return out.getvalue()
+_run_mbgpu = run_mbgpu
 
 
 def test_every_sampled_tree_has_the_fixed_topology(tmp_path, monkeypatch):
@@ -89,9 +72,7 @@ def test_fixed_topology_errors(tmp_path, monkeypatch):
         assert "\n" not in str(err.value)
 
 
-def _gen0(path) -> dict:
-    lines = path.read_text().splitlines()
-    return dict(zip(lines[1].split("\t"), lines[2].split("\t")))
+_gen0 = gen0
 
 
 def test_gen0_and_moves_match_mrbayes(tmp_path, monkeypatch, mb_double):

@@ -171,5 +171,5 @@ def build_division_models(settings, pattern_sets: list[list[PatternSet]]) -> lis
 def rate_multipliers(settings) -> np.ndarray:
     """Start values of the partition rate multipliers (startvals ratemultiplier=..., else 1)."""
     n = len(settings.divisions)
-    given = settings.startvals.get("Ratemultiplier")
+    given = settings.startval("Ratemultiplier")
     return np.array(given if given is not None else [1.0] * n, dtype=np.float64)

@@ -258,7 +258,7 @@ def _rate_multipliers(settings) -> list[FreeParameter]:
     """One parameter per linked group of two or more divisions with a free `ratepr`. Its prior is
     the Dirichlet of the divisions' own values (`variable` is 1). A group of one division (MrBayes
     writes a column that stays 1, and adds nothing to the prior) is left out."""
-    start = settings.startvals.get("Ratemultiplier")
+    start = settings.startval("Ratemultiplier")
     out = []
     for group in link_groups(settings, "ratemult"):
         if len(group) < 2 or not is_free("ratemult", settings.divisions[group[0] - 1]):

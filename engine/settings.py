@@ -133,6 +133,13 @@ class Settings:
             return columns
         return columns[~np.isin(columns, np.fromiter(self.excluded, dtype=np.int64))]
 
+    def startval(self, name: str):
+        """A `startvals` value, or None; model parameters' are ignored under `mcmc startparams=reset`
+        (MrBayes resets them to their defaults and keeps the start trees)."""
+        if name not in ("Tau", "V") and self.mcmc.get("Startparams", "Current") == "Reset":
+            return None
+        return self.startvals.get(name)
+
     def topology_prior(self):
         """`prset topologypr` (a PriorValue: Uniform, Fixed(TREE) or Constraints(NAME, ...)), or None.
 

@@ -39,18 +39,30 @@ def user_tree(settings, name: str) -> Tree:
 
 def start_tree(settings, rng: np.random.Generator) -> Tree:
     """The start tree of one chain: the fixed topology (`prset topologypr=fixed(NAME)`, which overrides
-    startvals tau as in MrBayes), startvals when given, otherwise random; branch lengths from startvals
-    V, else 0.02."""
+    startvals tau as in MrBayes), startvals when given (unless `mcmc starttree=random`), otherwise random;
+    branch lengths from startvals V, else 0.02; then `mcmc nperts` random NNIs (MrBayes' RandPerturb)."""
     if settings.matrix.ntax < 3:
         raise DataError("an analysis needs at least 3 taxa; the matrix has %d" % settings.matrix.ntax)
-    tau, v = settings.startvals.get("Tau"), settings.startvals.get("V")
+    tau, v = settings.startval("Tau"), settings.startval("V")
+    if settings.mcmc.get("Starttree", "Current") == "Random":
+        tau = v = None
     fixed, cset = settings.fixed_topology(), constraints.active(settings)
     if fixed is not None:
         tau = fixed
     if tau is None and v is None:
-        if cset is not None:
-            return cset.random_tree(rng, DEFAULT_BRLEN)
-        return random_tree(settings.matrix.ntax, rng, brlen=DEFAULT_BRLEN)
+        tree = cset.random_tree(rng, DEFAULT_BRLEN) if cset is not None else \
+            random_tree(settings.matrix.ntax, rng, brlen=DEFAULT_BRLEN)
+    else:
+        tree = _user_start(settings, tau, v, fixed is not None)
+        broken = cset.violated(tree) if cset is not None else None
+        if broken is not None:                         # MrBayes: "Tree breaks constraint '...'"
+            raise ModelError("startvals: tree '%s' breaks constraint '%s'" % (tau or v, broken.name))
+    nperts = int(settings.mcmc.get("Nperts", 0))
+    return perturb(tree, nperts, rng, cset) if nperts and fixed is None else tree
+
+
+def _user_start(settings, tau: str | None, v: str | None, fixed: bool) -> Tree:
+    """The startvals tree: tau's topology with V's branch lengths (0.02 without V)."""
     tree = user_tree(settings, tau or v)
     if v is None:
         tree.brlen[tree.parent >= 0] = DEFAULT_BRLEN
@@ -58,11 +70,31 @@ def start_tree(settings, rng: np.random.Generator) -> Tree:
         lengths = user_tree(settings, v)
         if lengths.splits() != tree.splits():
             raise ModelError("startvals: tree '%s' (V) does not have the topology of '%s' (%s)"
-                             % (v, tau, "the fixed topology" if fixed is not None else "tau"))
+                             % (v, tau, "the fixed topology" if fixed else "tau"))
         tree = lengths
     if np.any(tree.brlen[tree.parent >= 0] <= 0):
         raise ModelError("startvals: tree '%s' has a branch length that is not positive" % (v or tau))
-    broken = cset.violated(tree) if cset is not None else None
-    if broken is not None:                         # MrBayes: "Tree breaks constraint '...'"
-        raise ModelError("startvals: tree '%s' breaks constraint '%s'" % (tau or v, broken.name))
     return tree
+
+
+def perturb(tree: Tree, n: int, rng: np.random.Generator, cset=None, tries: int = 1000) -> Tree:
+    """`n` random NNIs (MrBayes' RandPerturb for `mcmc nperts`): an internal branch other than the root's
+    own, uniformly, and one of its child subtrees swapped with a sibling subtree across it; lengths stay
+    with their subtrees. A swap that breaks a constraint is drawn again (MrBayes skips locked nodes)."""
+    done = 0
+    for _ in range(tries):
+        if done == n:
+            return tree
+        inner = [p for p in range(tree.n_tips, tree.n_nodes) if tree.parent[p] >= 0]
+        if not inner:
+            return tree
+        p = int(rng.choice(inner))
+        q = int(tree.parent[p])
+        kids = tree.children()
+        a = kids[p][int(rng.integers(2))]
+        c = int(rng.choice([x for x in kids[q] if x != p]))
+        new = tree.copy()
+        new.parent[a], new.parent[c] = q, p
+        if cset is None or cset.violated(new) is None:
+            tree, done = new, done + 1
+    raise ModelError("mcmc nperts=%d: the start tree could not be perturbed without breaking a constraint" % n)

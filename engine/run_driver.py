@@ -158,8 +158,9 @@ def start(s, con, ckp, place, sets, opts):
         for c in chains:
             con.print("      Chain %d -- %.6f -- %.6f" % (c.index + 1, c.lnl, c.lnpr))
     files = None
+    s.stamp = run_stamp(s.options["Seed"])
     if place.writer:
-        files = FileSink(s, params, output_stem(s), [run_stamp(s.options["Seed"])] * opts.nruns, opts, con,
+        files = FileSink(s, params, output_stem(s), [s.stamp] * opts.nruns, opts, con,
                          append=ckp.prepare_outputs())
     mc3 = place.mc3(runs, opts, np.random.default_rng(s.options["Swapseed"]), files, con)
     if place.writer:

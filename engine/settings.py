@@ -61,6 +61,7 @@ class Settings:
     taxsets: dict[str, frozenset] = field(default_factory=dict)   # lower-case name -> 0-based taxa
     constraints: dict[str, Any] = field(default_factory=dict)     # lower-case name -> mbgpu.constraints.Constraint
     stored: list = field(default_factory=list)  # commands kept for later (constraint, calibrate, ...)
+    stamp: Any = ""                             # the ID of this session's last mcmc (sump/sumt write it)
 
     @classmethod
     def fresh(cls, defaults: dict[str, dict[str, Any]]) -> "Settings":

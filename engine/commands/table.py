@@ -175,7 +175,7 @@ def _sumt() -> list[Param]:
         Int("Ntrees", 1, "trees per file", 1, supported=()), Text("Filename", "", "file stem of the .t files"),
         Float("Minpartfreq", 0.10, "minimum split frequency", 0.0, 1.0),
         Choice("Contype", "Halfcompat", "consensus type", ("Halfcompat", "Allcompat")),
-        Choice("Conformat", "Figtree", "consensus format", ("Figtree", "Simple"), supported=()),
+        Choice("Conformat", "Figtree", "consensus format", ("Figtree", "Simple")),
         Text("Outputname", "", "stem of the output files"), YesNo("Calctreeprobs", "Yes", "tree probabilities"),
         YesNo("Showtreeprobs", "No", "print tree probabilities", supported=()), YesNo("Hpd", "Yes", "HPD intervals"),
         YesNo("Savebrparams", "No", "save branch parameters", supported=()),

@@ -32,6 +32,12 @@ def burnin_of(params: dict) -> Burnin:
                   float(params.get("Burninfrac", 0.25)), int(params.get("Burnin", 0)))
 
 
+def session_stamp(settings) -> str:
+    """The `[ID: ...]` of summary files: the stamp of this session's last mcmc, none after no mcmc
+    (MrBayes writes its own run's stamp, not the files', and nothing in a session without a run)."""
+    return str(getattr(settings, "stamp", "") or "")
+
+
 def number_format(settings) -> tuple[bool, int]:
     """(scientific, precision) from `set`, MrBayes' defaults when unset."""
     opts = getattr(settings, "options", None) or {}

@@ -9,7 +9,7 @@ from mbgpu.diagnostics import ess, mean_variance, psrf
 from mbgpu.errors import InputFileError, Location
 from mbgpu.output.write_failure import write_text_whole
 from mbgpu.summary.common import (Burnin, burnin_of, c_fixed, check_exists, emit, file_stem, mb_num,
-                                   number_format, output_stem, run_files)
+                                   number_format, output_stem, run_files, session_stamp)
 from mbgpu.summary.pfile import read_pfile
 from mbgpu.summary.plots import overlay_plot, plot_header, single_plot
 
@@ -180,7 +180,7 @@ def run_sump(settings, console) -> dict:
              "   Summarizing parameters in %d files (%s.run1.p,\n      %s.run2.p, etc)" % (nruns, stem, stem),
              "   Writing summary statistics to file %s.pstat" % stem, "   " + burnin.describe("samples")]
     files, drop = load_runs(paths, burnin)
-    stamp = files[0].stamp
+    stamp = session_stamp(settings)
     headers = files[0].headers
     kept = [f.rows[drop:] for f in files]
     n_rows, total = kept[0].shape[0], files[0].rows.shape[0]

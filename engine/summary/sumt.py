@@ -17,7 +17,7 @@ from mbgpu.errors import InputFileError, Location
 from mbgpu.output.tfile import read_tfile
 from mbgpu.output.write_failure import write_text_whole
 from mbgpu.summary.common import (burnin_of, check_exists, emit, file_stem, mb_num, number_format,
-                                   output_stem, run_files)
+                                   output_stem, run_files, session_stamp)
 from mbgpu.summary.sump import hpd_median
 
 
@@ -192,7 +192,7 @@ def run_sumt(settings, console) -> dict:
             parts[i], parts[n_print] = parts[n_print], parts[i]
     _quicksort(parts, 0, n_print - 1, lambda p: p.total)
     _sort_terminals(parts, n)
-    stamp = files[0].stamp
+    stamp = session_stamp(settings)
     head = "[ID: %s]\n" % stamp if len(stamp) > 1 else ""
     full = (1 << n) - 1
     lines = _intro(stem, nruns, burnin, out, files, sampled, per_run, minpart, taxa)
@@ -233,8 +233,9 @@ def run_sumt(settings, console) -> dict:
     allparts = parts[:]
     _quicksort(allparts, 0, len(allparts) - 1, lambda p: p.total)
     con = _consensus(allparts, n, sampled, halfcompat)
+    simple = str(params.get("Conformat", "Figtree")) == "Simple"
     _write(out + ".con.tre", "#NEXUS\n" + head + _contree_text(con, allparts, taxa, per_run, halfcompat, hpd,
-                                                               sci, prec))
+                                                               sci, prec, simple))
     if str(params.get("Calctreeprobs", "Yes")).lower().startswith("y"):
         text, scr = _trprobs(topo, taxa, sampled)
         _write(out + ".trprobs", "#NEXUS\n" + head + text)
@@ -421,13 +422,16 @@ def _consensus(parts, n, sampled, halfcompat):
     return root
 
 
-def _order_tips(node) -> int:
-    """Order children by the smallest taxon index below them (MrBayes' OrderTips)."""
+def _order_tips(node, root: bool = True) -> int:
+    """Order children by the smallest taxon index below them (MrBayes' OrderTips), except the root's,
+    which keep the order the consensus was built in (OrderTips skips the node without an ancestor)."""
     if node.tip is not None:
         return node.tip
-    keyed = sorted(((_order_tips(k), k) for k in node.kids), key=lambda t: t[0])
-    node.kids = [k for _, k in keyed]
-    return keyed[0][0]
+    keyed = [(_order_tips(k, False), k) for k in node.kids]
+    if not root:
+        keyed.sort(key=lambda t: t[0])
+        node.kids = [k for _, k in keyed]
+    return min(t[0] for t in keyed)
 
 
 def _node_info(x, length, per_run, nruns, hpd, sci, prec):
@@ -450,19 +454,48 @@ def _node_info(x, length, per_run, nruns, hpd, sci, prec):
     return s
 
 
-def _contree_text(root, parts, taxa, per_run, halfcompat, hpd, sci, prec):
+_SIMPLE_NOTES = ("   [Note: This tree contains information on the topology, \n"
+                 "          branch lengths (if present), and the probability\n"
+                 "          of the partition indicated by the branch.]\n",
+                 "   [Note: This tree contains information only on the topology\n"
+                 "          and branch lengths (median of the posterior probability density).]\n")
+
+
+def _contree_text(root, parts, taxa, per_run, halfcompat, hpd, sci, prec, simple: bool = False):
+    """The .con.tre body: FigTree annotations (`conformat=figtree`), or MrBayes' simple format, the tree
+    twice: with each partition's probability (%.3f) as an internal label, then without."""
     nruns = len(parts[0].count)
 
     def write(v) -> str:
         body = "%d" % (v.tip + 1) if v.tip is not None else "(" + ",".join(write(k) for k in v.kids) + ")"
         return body + (_node_info(v.part, v.length, per_run, nruns, hpd, sci, prec) if v.part is not None else "")
 
+    def plain(v, labels: bool) -> str:
+        if v.tip is not None:
+            body = "%d" % (v.tip + 1)
+        else:
+            body = "(" + ",".join(plain(k, labels) for k in v.kids) + ")"
+            if labels and v.part is not None:
+                body += "%.3f" % _support(v.part, per_run)
+        return body + (":" + mb_num(v.length, sci, prec) if v.part is not None and v.length >= 0.0 else "")
+
     text = "begin taxa;\n\tdimensions ntax=%d;\n\ttaxlabels\n" % len(taxa)
     text += "".join("\t\t%s\n" % t for t in taxa) + "\t\t;\nend;\nbegin trees;\n\ttranslate\n"
     text += "".join("\t\t%d\t%s%s\n" % (k + 1, t, "" if k == len(taxa) - 1 else ",") for k, t in enumerate(taxa))
-    text += "\t\t;\n   tree %s = [&U] " % ("con_50_majrule" if halfcompat else "con_all_compat")
+    name = "con_50_majrule" if halfcompat else "con_all_compat"
+    if simple:
+        trees = ["%s   tree %s = (%s);\n" % (note, name, ",".join(plain(k, labels) for k in root.kids))
+                 for note, labels in zip(_SIMPLE_NOTES, (True, False))]
+        return text + "\t\t;\n" + "\n".join(trees) + "end;\n"
+    text += "\t\t;\n   tree %s = [&U] " % name
     text += "(" + ",".join(write(k) for k in root.kids) + ");\nend;\n"
     return text
+
+
+def _support(x, per_run) -> float:
+    """A partition's posterior probability: the mean over runs of its frequency."""
+    sup = [c / per_run for c in x.count]
+    return mean_variance(sup)[0] if len(sup) > 1 else sup[0]
 
 
 def _topology_string(topo, n) -> str:
@@ -489,28 +522,25 @@ def _topology_string(topo, n) -> str:
 
 
 def _trprobs(topo, taxa, sampled):
-    """Trees sorted by posterior probability with cumulative probability; credible-set counts."""
+    """Trees sorted by posterior probability with cumulative probability; MrBayes' credible-set lines:
+    the X % set holds the trees whose cumulative probability is below X %, and the one that crosses it."""
     items = sorted(topo.values(), key=lambda v: -v[0])
     text = ('[This file contains the trees that were found during the MCMC\nsearch, sorted by posterior '
             'probability. "p" indicates the\nposterior probability of the tree whereas "P" indicates the\n'
             'cumulative posterior probability.]\n\nbegin trees;\n   translate\n')
     text += "".join("   %2d %s%s\n" % (k + 1, t, ";" if k == len(taxa) - 1 else ",") for k, t in enumerate(taxa))
-    cum, sets = 0.0, [0] * 5
+    cum, below = 0.0, {50: 0, 90: 0, 95: 0, 99: 0}
     for num, (count, t) in enumerate(items):
         p = count / sampled
         cum += p
-        sets[0 if cum < 0.5 else 1 if cum < 0.9 else 2 if cum < 0.95 else 3 if cum < 0.99 else 4] += 1
+        for x in below:
+            below[x] += cum < x / 100.0
         text += "   tree tree_%d [p = %1.3f, P = %1.3f] = [&W %1.6f] %s;\n" % (
             num + 1, p, cum, p, _topology_string(t, len(taxa)))
     text += "end;\n"
-    total = sum(sets)
     scr = ["   Calculating tree probabilities...", "",
-           "   Credible sets of trees (%d tree%s sampled):" % (total, "" if total == 1 else "s")]
-    acc = 0
-    for frac, k in zip((50, 90, 95, 99), range(4)):
-        acc += sets[k]
-        if acc and sets[k]:
-            scr.append("      %d %% credible set contains %d tree%s" % (frac, acc, "" if acc == 1 else "s"))
-    if acc + sets[4] and (sets[4] or acc == 0):
-        scr.append("      99 %% credible set contains %d tree%s" % (total, "" if total == 1 else "s"))
+           "   Credible sets of trees (%d tree%s sampled):" % (len(items), "" if len(items) == 1 else "s")]
+    for x, n in below.items():      # MrBayes: the 50/90/95 % sets only when a tree lies below them; 99 % always
+        if n or x == 99:
+            scr.append("      %d %% credible set contains %d tree%s" % (x, n + 1, "" if n == 0 else "s"))
     return text, scr

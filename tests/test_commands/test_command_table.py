@@ -71,6 +71,7 @@ EVIDENCE = {
     ("sump", "Filename"): _SUMP, ("sump", "Outputname"): _SUMP, ("sump", "Hpd"): _SUMP,
     ("sumt", "Relburnin"): _SUMT, ("sumt", "Burnin"): _SUMT, ("sumt", "Burninfrac"): _SUMT, ("sumt", "Nruns"): _SUMT,
     ("sumt", "Filename"): _SUMT, ("sumt", "Minpartfreq"): _SUMT, ("sumt", "Contype"): _SUMT,
+    ("sumt", "Conformat"): "test_summary/test_sumt_formats.py::test_credible_sets_and_simple_consensus_match_mrbayes",
     ("sumt", "Outputname"): _SUMT, ("sumt", "Calctreeprobs"): _SUMT, ("sumt", "Hpd"): _SUMT,
     ("startvals", "Tau"): _ORACLE_LNL, ("startvals", "V"): _ORACLE_LNL, ("startvals", "Ratemultiplier"): _ORACLE_LNL,
     ("log", "Start"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",

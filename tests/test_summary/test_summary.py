@@ -26,12 +26,14 @@ def _copy(shared_data, tmp_path, folder, ext):
             shutil.copy(f, tmp_path / f.name)
 
 
-@pytest.mark.parametrize("folder,stem,nruns", [("primates_gtrig_20k", "primates.nex", 2),
-                                               ("sim12_hky_g4", "sim12_hky_g4", 4)])
-def test_sump_writes_mrbayes_pstat_and_lstat(shared_data, tmp_path, folder, stem, nruns):
+@pytest.mark.parametrize("folder,stem,nruns,stamp", [("primates_gtrig_20k", "primates.nex", 2, "6580315779"),
+                                                     ("sim12_hky_g4", "sim12_hky_g4", 4, "6561469269")])
+def test_sump_writes_mrbayes_pstat_and_lstat(shared_data, tmp_path, folder, stem, nruns, stamp):
+    """As in MrBayes' session that ran the mcmc (whose stamp heads the files)."""
     _copy(shared_data, tmp_path, folder, ".p")
     con = _Console()
-    s = types.SimpleNamespace(sump={"Nruns": nruns, "Filename": str(tmp_path / stem)}, options={}, mcmc={})
+    s = types.SimpleNamespace(sump={"Nruns": nruns, "Filename": str(tmp_path / stem)}, options={}, mcmc={},
+                              stamp=stamp)
     run_sump(s, con)
     for ext in ("pstat", "lstat"):
         assert (tmp_path / (stem + "." + ext)).read_text() == (shared_data / REF / folder / (stem + "." + ext)).read_text()
@@ -44,7 +46,8 @@ def test_sump_writes_mrbayes_pstat_and_lstat(shared_data, tmp_path, folder, stem
 
 def test_sumt_writes_mrbayes_files(shared_data, tmp_path):
     _copy(shared_data, tmp_path, "primates_gtrig_20k", ".t")
-    s = types.SimpleNamespace(sumt={"Nruns": 2, "Filename": str(tmp_path / "primates.nex")}, options={}, mcmc={})
+    s = types.SimpleNamespace(sumt={"Nruns": 2, "Filename": str(tmp_path / "primates.nex")}, options={}, mcmc={},
+                              stamp="6580315779")
     con = _Console()
     res = run_sumt(s, con)
     ref = shared_data / REF / "primates_gtrig_20k"

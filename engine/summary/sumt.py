@@ -499,9 +499,15 @@ def _support(x, per_run) -> float:
 
 
 def _topology_string(topo, n) -> str:
-    """Newick of a sampled topology rerooted at taxon 1 (written last), 1-based tip numbers."""
+    """Newick of a sampled topology rerooted at taxon 1 (written last), 1-based tip numbers, in MrBayes'
+    order: the basal node's children by increasing smallest taxon, every other node's by decreasing."""
+    def low(v):
+        return v if isinstance(v, int) else min(low(c) for c in v)
+
     def rec(v):
-        return str(v + 1) if isinstance(v, int) else "(" + ",".join(rec(c) for c in v) + ")"
+        if isinstance(v, int):
+            return str(v + 1)
+        return "(" + ",".join(rec(c) for c in sorted(v, key=low, reverse=True)) + ")"
 
     def contains(v, t):
         return v == t if isinstance(v, int) else any(contains(c, t) for c in v)
@@ -518,13 +524,15 @@ def _topology_string(topo, n) -> str:
                 return inner + [tuple(rest) if len(rest) > 1 else rest[0]]
         return kids
 
-    return "(" + ",".join(rec(c) for c in reroot(topo)) + ",1)"
+    return "(" + ",".join(rec(c) for c in sorted(reroot(topo), key=low)) + ",1)"
 
 
 def _trprobs(topo, taxa, sampled):
     """Trees sorted by posterior probability with cumulative probability; MrBayes' credible-set lines:
     the X % set holds the trees whose cumulative probability is below X %, and the one that crosses it."""
-    items = sorted(topo.values(), key=lambda v: -v[0])
+    items = list(topo.values())            # first seen first, then MrBayes' SortTreeCtr (ties as it leaves them)
+    if items:
+        _quicksort(items, 0, len(items) - 1, lambda v: v[0])
     text = ('[This file contains the trees that were found during the MCMC\nsearch, sorted by posterior '
             'probability. "p" indicates the\nposterior probability of the tree whereas "P" indicates the\n'
             'cumulative posterior probability.]\n\nbegin trees;\n   translate\n')

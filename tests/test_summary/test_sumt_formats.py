@@ -1,6 +1,8 @@
 """sumt against MrBayes on tree files with known tree frequencies: the credible-set lines of the screen
 (MrBayes prints the 50/90/95 % sets only when a tree lies below them, the 99 % set always) and
 `conformat=simple` (the consensus twice: with probabilities as labels, then without)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -57,3 +59,11 @@ def test_credible_sets_and_simple_consensus_match_mrbayes(tmp_path, monkeypatch,
         for ext in ("con.tre", "parts", "tstat"):
             assert (ours / (stem + "." + ext)).read_text() == (theirs / (stem + "." + ext)).read_text(), (stem, ext)
     assert "0." in (ours / "simple.con.tre").read_text() or CASES[name] == [100]
+    mine, theirs_t = ((f / "fig.trprobs").read_text().splitlines() for f in (ours, theirs))
+    if len(set(CASES[name])) == len(CASES[name]):         # no ties: the same file (our [ID]-less session too)
+        assert mine == theirs_t
+    else:                                                  # equal trees may be listed in another order
+
+        def trees(lines):
+            return sorted(re.sub(r"tree_\d+ \[p = ([\d.]+), P = [\d.]+\]", r"\1", ln) for ln in lines if "tree tree_" in ln)
+        assert trees(mine) == trees(theirs_t)

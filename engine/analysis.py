@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 
+from mbgpu.commands.char_cmds import pending_ctypes
 from mbgpu.model_settings import coding, variable_characters
 from mbgpu.patterns import PatternSet, division_patterns
 
@@ -16,10 +17,14 @@ def division_pattern_sets(settings, console=None) -> list[list[PatternSet]]:
     """Pattern sets of every division of the active partition (excluded characters left out; under Mkv
     also the characters MrBayes drops as incompatible with the coding bias, with its warning)."""
     m = settings.matrix
+    note = pending_ctypes(settings)
+    if note and console is not None:
+        console.print(note)
     out = []
     for i, d in enumerate(settings.divisions, 1):
         n_states = len(m.states(d.datatype))
-        sets = division_patterns(m.masks, d.datatype, n_states, settings.included(d.columns))
+        sets = division_patterns(m.masks, d.datatype, n_states, settings.included(d.columns),
+                                 ordered=settings.ordered_model)
         if coding(d, i) == "variable":
             kept = [variable_characters(p, m.masks) for p in sets]
             dropped = sum(len(p.columns) for p in sets) - sum(len(p.columns) for p in kept)

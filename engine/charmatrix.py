@@ -46,6 +46,9 @@ class CharacterMatrix:
     masks: np.ndarray  # uint32 [ntax, nchar]
     datatypes: list[str]
     symbols: str | None = None
+    # per column: a cell is missing or ambiguous (MrBayes' isMissAmbig, shown by charstat; as mb-double
+    # shows, gap and missing cells count in standard columns only, ambiguity codes such as N everywhere)
+    miss_ambig: np.ndarray | None = None
 
     @property
     def ntax(self) -> int:
@@ -63,15 +66,17 @@ def encode(rows, fmt: Format, src, nchar: int) -> CharacterMatrix:
     """Convert parsed matrix rows to masks, resolving matchchar and checking every symbol."""
     coltypes = fmt.column_datatypes(nchar)
     coders = {dt: CellCoder(dt, fmt.symbols, fmt.gap, fmt.missing) for dt in set(coltypes)}
-    masks = _encode_single_chars(rows, fmt, coltypes, coders, nchar)
-    if masks is None:
-        masks = _encode_cells(rows, fmt, src, coltypes, coders, nchar)
-    return CharacterMatrix(list(rows.names), masks, coltypes, fmt.symbols)
+    got = _encode_single_chars(rows, fmt, coltypes, coders, nchar)
+    masks, blank = got if got is not None else _encode_cells(rows, fmt, src, coltypes, coders, nchar)
+    several = (masks & (masks - np.uint32(1))) != 0
+    blank &= np.array([dt != "standard" for dt in coltypes], dtype=bool)[None, :]
+    miss_ambig = (several & ~blank).any(axis=0) if masks.shape[0] else np.zeros(nchar, dtype=bool)
+    return CharacterMatrix(list(rows.names), masks, coltypes, fmt.symbols, miss_ambig)
 
 
 def _encode_single_chars(rows, fmt: Format, coltypes, coders, nchar: int):
-    """The masks by table lookup when every cell is one ASCII character and legal (the common case:
-    large matrices without ambiguity sets); None otherwise, and _encode_cells does it (and reports)."""
+    """(masks, gap or missing cells) by table lookup when every cell is one ASCII character and legal (the common
+    case: large matrices without ambiguity sets); None otherwise, and _encode_cells does it (and reports)."""
     kinds = sorted(set(coltypes))
     if len(rows.names) == 0:
         return None
@@ -93,12 +98,15 @@ def _encode_single_chars(rows, fmt: Format, coltypes, coders, nchar: int):
         codes = np.where(match, codes[0][None, :], codes)
     kind_of = np.array([kinds.index(dt) for dt in coltypes], dtype=np.intp)
     masks = table[kind_of[None, :], codes]
-    return None if not masks.all() else masks
+    blank = np.isin(codes, [ord(c) for c in {fmt.gap, fmt.missing, "?", "-"} if len(c) == 1 and c.isascii()])
+    return None if not masks.all() else (masks, blank)
 
 
 def _encode_cells(rows, fmt: Format, src, coltypes, coders, nchar: int) -> np.ndarray:
-    """The masks cell by cell (ambiguity sets, matchchar, and the exact error for an illegal symbol)."""
+    """(masks, gap or missing cells) cell by cell (ambiguity sets, matchchar, and the exact error for an illegal
+    symbol)."""
     masks = np.zeros((len(rows.names), nchar), dtype=np.uint32)
+    blank = np.zeros((len(rows.names), nchar), dtype=bool)
     first = rows.cells[0]
     for i, (name, row) in enumerate(zip(rows.names, rows.cells)):
         for j, cell in enumerate(row):
@@ -111,7 +119,8 @@ def _encode_cells(rows, fmt: Format, src, coltypes, coders, nchar: int) -> np.nd
             if m is None:
                 raise _illegal(src, rows, i, j, cell, coltypes[j])
             masks[i, j] = m
-    return masks
+            blank[i, j] = cell in (fmt.gap, fmt.missing, "?", "-")
+    return masks, blank
 
 
 def _illegal(src, rows, i: int, j: int, cell: str, datatype: str) -> DataError:

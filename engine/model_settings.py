@@ -151,7 +151,7 @@ def variable_characters(ps: PatternSet, masks: np.ndarray) -> PatternSet:
     full = np.uint32((1 << ps.n_states) - 1)
     keep = np.bitwise_and.reduce(ps.masks & full, axis=0) == 0
     columns = ps.columns[np.bitwise_and.reduce(masks[:, ps.columns] & full, axis=0) == 0]
-    return PatternSet(ps.datatype, ps.n_states, ps.masks[:, keep], ps.weights[keep], columns)
+    return PatternSet(ps.datatype, ps.n_states, ps.masks[:, keep], ps.weights[keep], columns, ps.ordered)
 
 
 def build_division_models(settings, pattern_sets: list[list[PatternSet]]) -> list[DivisionModel]:
@@ -161,7 +161,8 @@ def build_division_models(settings, pattern_sets: list[list[PatternSet]]) -> lis
     out = []
     for i, (d, sets) in enumerate(zip(settings.divisions, pattern_sets), 1):
         base = division_spec(d, i, sets, settings.defaults["prset"])
-        specs = [replace(base, n_states=p.n_states) if d.datatype == "standard" else base for p in sets]
+        specs = [replace(base, n_states=p.n_states, ordered=p.ordered) if d.datatype == "standard" else base
+                 for p in sets]
         for s in specs:
             s.validate()
         out.append(DivisionModel(i, d.datatype, specs, sets))

@@ -3,7 +3,7 @@
 Tips are held as state-set bit masks; `tip_partials` gives the 0/1 partial vectors the likelihood
 needs (ambiguity allowed) and `tip_states` the compact codes (-1 where a tip is ambiguous).
 Standard (morphology) data is split by state count k (highest observed state + 1, at least 2),
-as MrBayes evaluates each k under its own Mk model.
+as MrBayes evaluates each k under its own Mk model, and by `ctype ordered` (k > 2: its own Q).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ class PatternSet:
     masks: np.ndarray  # uint32 [ntax, n_patterns]
     weights: np.ndarray  # float64 [n_patterns]
     columns: np.ndarray  # int64: the original 0-based columns this set covers
+    ordered: bool = False  # standard data under `ctype ordered` (k > 2): changes between adjacent states only
 
     @property
     def n_patterns(self) -> int:
@@ -39,30 +40,39 @@ class PatternSet:
         return out
 
 
-def compress(masks: np.ndarray, datatype: str, n_states: int, columns: np.ndarray) -> PatternSet:
+def compress(masks: np.ndarray, datatype: str, n_states: int, columns: np.ndarray,
+             ordered: bool = False) -> PatternSet:
     """Unique columns of `masks[:, columns]` with their counts (order of first appearance)."""
     sub = masks[:, columns]
     if sub.shape[1] == 0:
-        return PatternSet(datatype, n_states, sub, np.zeros(0), columns)
+        return PatternSet(datatype, n_states, sub, np.zeros(0), columns, ordered)
     _, first, counts = np.unique(sub.T, axis=0, return_index=True, return_counts=True)
     order = np.argsort(first)
-    return PatternSet(datatype, n_states, sub[:, first[order]], counts[order].astype(np.float64), columns)
+    return PatternSet(datatype, n_states, sub[:, first[order]], counts[order].astype(np.float64), columns,
+                      ordered)
 
 
 def division_patterns(masks: np.ndarray, datatype: str, n_states: int, columns: np.ndarray,
-                      all_mask: int | None = None) -> list[PatternSet]:
-    """Pattern sets of one division; standard data gives one set per state count k."""
+                      all_mask: int | None = None, ordered=frozenset()) -> list[PatternSet]:
+    """Pattern sets of one division; standard data gives one set per state count k, and one more for
+    each k > 2 with columns in `ordered` (0-based; a binary ordered character is an unordered one)."""
     if datatype != "standard":
         return [compress(masks, datatype, n_states, columns)]
     sub = masks[:, columns]
     ks = _standard_k(sub, all_mask if all_mask is not None else (1 << n_states) - 1)
+    is_ordered = np.isin(columns, np.fromiter(ordered, dtype=np.int64, count=len(ordered))) & (ks > 2)
     out = []
-    for k in sorted(set(ks.tolist())):
-        cols = columns[ks == k]
+    for k, o in sorted(set(zip(ks.tolist(), is_ordered.tolist()))):
+        cols = columns[(ks == k) & (is_ordered == o)]
         narrowed = masks.copy()
         narrowed[:, cols] &= np.uint32((1 << k) - 1)
-        out.append(compress(narrowed, "standard", int(k), cols))
+        out.append(compress(narrowed, "standard", int(k), cols, bool(o)))
     return out
+
+
+def standard_state_counts(masks: np.ndarray, columns: np.ndarray, n_states: int) -> np.ndarray:
+    """k of each standard column (MrBayes' number of states, what charstat shows)."""
+    return _standard_k(masks[:, columns], (1 << n_states) - 1)
 
 
 def _standard_k(sub: np.ndarray, all_mask: int) -> np.ndarray:

@@ -62,6 +62,10 @@ class Settings:
     constraints: dict[str, Any] = field(default_factory=dict)     # lower-case name -> mbgpu.constraints.Constraint
     stored: list = field(default_factory=list)  # commands kept for later (constraint, calibrate, ...)
     stamp: Any = ""                             # the ID of this session's last mcmc (sump/sumt write it)
+    # `ctype ordered` (0-based standard columns): the character table's, and the model's as of the last
+    # command that makes MrBayes' model take the table in (mbgpu.commands.char_cmds)
+    ordered: frozenset = frozenset()
+    ordered_model: frozenset = frozenset()
 
     @classmethod
     def fresh(cls, defaults: dict[str, dict[str, Any]]) -> "Settings":
@@ -85,6 +89,7 @@ class Settings:
         self.charsets, self.partitions, self.unlinked, self.startvals = {}, {}, {}, {}
         self.outgroup, self.excluded, self.stored = 0, set(), []
         self.taxsets, self.constraints = {}, {}
+        self.ordered, self.ordered_model = frozenset(), frozenset()
         self.partitions["Default"] = default_partition(matrix)
         self.activate("Default")
 

@@ -76,6 +76,8 @@ def data_digest(settings, sets) -> str:
     for d, group in enumerate(sets):
         for ps in group:
             h.update(("|%d|%s|%d|" % (d, ps.datatype, ps.n_states)).encode())
+            if ps.ordered:
+                h.update(b"ordered|")
             for arr, dtype in ((ps.masks, "<u4"), (ps.weights, "<f8"), (ps.columns, "<i8")):
                 a = np.ascontiguousarray(arr, dtype=dtype)
                 h.update(repr(a.shape).encode())

@@ -11,6 +11,7 @@ from mbgpu import charsets as cs
 from mbgpu import constraints
 from mbgpu.commands import helptext
 from mbgpu.commands.params import PriorValue, resolve
+from mbgpu.commands.char_cmds import do_charstat, do_ctype, take_ctypes
 from mbgpu.commands.taxa_cmds import do_constraint, do_taxset
 from mbgpu.commands.values import Assignment, parse_assignments
 from mbgpu.analysis import adopt_run_count, run_mcmc
@@ -69,6 +70,7 @@ def do_set(interp, spec, cmd) -> None:
             except CommandError as err:
                 raise _located(cmd, a.value.token, err) from None
             s.activate(part)
+            take_ctypes(interp, cmd)
             interp.console.print("   Setting %s as the partition, dividing characters into %d parts"
                                  % (part, len(s.divisions)))
         s.options[name] = value
@@ -337,28 +339,10 @@ def do_stored(interp, spec, cmd) -> None:
     interp.console.print("   %s stored (used only by settings mbgpu does not support yet)" % spec.name.lower())
 
 
-_CTYPES = ("Unordered", "Ordered", "Dollo", "Irreversible")
-
-
-def do_ctype(interp, spec, cmd) -> None:
-    """`ctype TYPE: characters;`: unordered is what every standard character already is; the rest are
-    refused until their models exist."""
-    _need_data(interp, cmd)
-    toks = cmd.tokens
-    if len(toks) < 4 or not toks[2].is_punct(":"):
-        raise cmd.error("expected 'ctype TYPE: characters;' (TYPE: %s)" % ", ".join(_CTYPES).lower(),
-                        toks[0], CommandError)
-    try:
-        kind = resolve(toks[1].text, _CTYPES, "character type")
-    except CommandError as err:
-        raise _located(cmd, toks[1], err) from None
-    if kind != "Unordered":
-        raise cmd.error("ctype %s is not supported yet" % kind.lower(), toks[1], NotImplementedYet)
-    s = interp.settings
-    try:
-        cs.expand(cs.normalise([t.text for t in toks[3:]]), s.matrix.nchar, s.charsets)
-    except CommandError as err:
-        raise _located(cmd, toks[3], err) from None
+def do_usertree(interp, spec, cmd) -> None:
+    """MrBayes 3.2.7a refuses `usertree` with this message; mbgpu does the same."""
+    raise cmd.error("usertree command deprecated: define the tree in a trees block and use 'startvals' instead",
+                    cmd.tokens[0], CommandError)
 
 
 def do_report(interp, spec, cmd) -> None:
@@ -373,7 +357,8 @@ _HANDLERS = {
     "Charset": do_charset, "Partition": do_partition, "Unlink": do_link, "Link": do_link,
     "Outgroup": do_outgroup, "Startvals": do_startvals, "Log": do_log, "Execute": do_execute,
     "Help": do_help, "Showmodel": do_showmodel, "Quit": do_quit, "Report": do_report,
-    "Exclude": do_exclude, "Include": do_exclude, "Ctype": do_ctype,
+    "Exclude": do_exclude, "Include": do_exclude, "Ctype": lambda i, s, c: _with_data(do_ctype, i, s, c),
+    "Charstat": lambda i, s, c: _with_data(do_charstat, i, s, c), "Usertree": do_usertree,
     "Taxset": lambda i, s, c: _with_data(do_taxset, i, s, c),
     "Constraint": lambda i, s, c: _with_data(do_constraint, i, s, c),
 }
@@ -384,6 +369,12 @@ def _with_data(handler, interp, spec, cmd) -> None:
     handler(interp, spec, cmd)
 
 
+_TAKE_CTYPES = ("Lset", "Prset", "Exclude", "Include", "Link", "Unlink")
+
+
 def run(interp, spec, cmd) -> None:
-    """Execute one resolved command."""
+    """Execute one resolved command (and after those that make MrBayes' model read the character types,
+    take them in: mbgpu.commands.char_cmds)."""
     _HANDLERS.get(spec.name, do_stored)(interp, spec, cmd)
+    if spec.name in _TAKE_CTYPES:
+        take_ctypes(interp, cmd)

@@ -256,7 +256,11 @@ def build_table() -> dict[str, CommandSpec]:
         CommandSpec("Quit", "quits the program", [], "quit;"),
         CommandSpec("Report", "sets how parameters are reported", _report(), "report param=value ...;"),
         CommandSpec("Exclude", "excludes characters from the analysis", [], "exclude 1-10 NAME ...|all;"),
-        CommandSpec("Ctype", "sets character types (only unordered is supported yet)", [], "ctype TYPE: 1-10 ...;"),
+        CommandSpec("Ctype", "sets character types: unordered or ordered (dollo and irreversible are not supported "
+                    "yet)", [], "ctype unordered|ordered: 1-10 NAME ...;"),
+        CommandSpec("Charstat", "shows the status of the characters", [], "charstat;"),
+        CommandSpec("Usertree", "deprecated in MrBayes: define the tree in a trees block and use startvals", [],
+                    "usertree = TREE;"),
         CommandSpec("Include", "includes excluded characters again", [], "include 1-10 NAME ...|all;"),
         CommandSpec("Taxset", "defines a set of taxa", [], "taxset NAME = taxa (names, numbers, 3-7, taxsets);"),
         CommandSpec("Constraint", "defines a topology constraint (used by prset topologypr=constraints(...))", [],
@@ -276,7 +280,7 @@ _STORED = [
 
 _NOT_YET = [
     ("About", "about the program"), ("Acknowledgments", "acknowledgments"),
-    ("Charstat", "character status"), ("Citations", "citations"), ("Comparetree", "compares trees"),
+    ("Citations", "citations"), ("Comparetree", "compares trees"),
     ("Databreaks", "data breaks"),
     ("Delete", "deletes taxa"), ("Deroot", "unroots user tree"), ("Disclaimer", "disclaimer"),
     ("Manual", "writes a manual"),
@@ -286,5 +290,5 @@ _NOT_YET = [
     ("Showparams", "shows parameters"), ("Showusertrees", "shows user trees"),
     ("Ss", "stepping-stone sampling"), ("Ssp", "stepping-stone settings"),
     ("Sumss", "summarises stepping-stone runs"), ("Taxastat", "taxon status"),
-    ("Usertree", "user tree"), ("Version", "program version"),
+    ("Version", "program version"),
 ]

@@ -12,6 +12,7 @@ DATATYPES = ("dna", "rna", "protein", "standard")
 RATE_MODELS = ("equal", "gamma", "propinv", "invgamma")
 CODINGS = ("all", "variable")
 NUCLEOTIDE_RATE_ORDER = ("AC", "AG", "AT", "CG", "CT", "GT")
+MAX_ORDERED_STATES = 6   # MrBayes: "Only unordered model supported for characters with more than 6 states"
 
 
 @dataclass
@@ -23,7 +24,8 @@ class ModelSpec:
     `statefreqs` None for equal frequencies (or the fixed/empirical values); `aamodel` one of
     poisson jones dayhoff mtrev mtmam wag rtrev cprev vt blosum lg equalin gtr (`aarevmat`: 190 rates
     for gtr, MrBayes order); `rates` equal|gamma|propinv|invgamma with `alpha`, `ngammacat`, `pinvar`;
-    `coding` all|variable (Mkv) for standard data; `n_states` is k for standard data (4 or 20 else).
+    `coding` all|variable (Mkv) for standard data; `n_states` is k for standard data (4 or 20 else);
+    `ordered` standard data under `ctype ordered` (changes between adjacent states only).
     """
 
     datatype: str = "dna"
@@ -39,6 +41,7 @@ class ModelSpec:
     ngammacat: int = 4
     pinvar: float = 0.0
     coding: str = "all"
+    ordered: bool = False
 
     def resolved_n_states(self) -> int:
         """Number of states: 4 for DNA/RNA, 20 for protein, n_states (default 2) for standard."""
@@ -65,6 +68,9 @@ class ModelSpec:
             raise ModelError("%s data has %d states, not %r" % (self.datatype, n, self.n_states))
         if self.datatype == "standard" and not 2 <= n <= 10:
             raise ModelError("standard data needs 2..10 states, got %d" % n)
+        if self.ordered and (self.datatype != "standard" or n > MAX_ORDERED_STATES):
+            raise ModelError("ordered characters need standard data with at most %d states (MrBayes)"
+                             % MAX_ORDERED_STATES)
         if self.rates in ("gamma", "invgamma"):
             if not self.alpha > 0.0:
                 raise ModelError("gamma shape must be > 0, got %r" % (self.alpha,))

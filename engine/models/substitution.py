@@ -95,12 +95,15 @@ def _frequencies(spec: ModelSpec, n: int, default: np.ndarray | None = None) -> 
 
 
 def exchangeabilities_and_frequencies(spec: ModelSpec) -> tuple[np.ndarray, np.ndarray]:
-    """(S, pi) for any datatype; standard data is Mk: equal rates and equal frequencies."""
+    """(S, pi) for any datatype; standard data is Mk: equal rates and equal frequencies, and under
+    `ctype ordered` changes between adjacent states only (MrBayes' SetStdQMatrix)."""
     n = spec.resolved_n_states()
     if spec.datatype in ("dna", "rna"):
         return nucleotide_exchangeabilities(spec), _frequencies(spec, 4)
     if spec.datatype == "standard":
-        return np.ones((n, n)) - np.eye(n), np.full(n, 1.0 / n)
+        gap = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+        s = (gap == 1) if spec.ordered else (gap > 0)
+        return s.astype(np.float64), np.full(n, 1.0 / n)
     name = spec.aamodel.lower()
     if name == "gtr":
         if spec.aarevmat is None:

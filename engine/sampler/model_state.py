@@ -53,7 +53,7 @@ class ModelCache:
         freqs = None if spec.statefreqs is None else tuple(np.asarray(spec.statefreqs).tolist())
         aarevmat = None if spec.aarevmat is None else tuple(np.asarray(spec.aarevmat).tolist())
         q_key = (spec.datatype, spec.n_states, spec.nst, tuple(spec.revmat), spec.kappa, freqs, spec.aamodel,
-                 aarevmat, spec.coding)
+                 aarevmat, spec.coding, spec.ordered)
         rate_key = (spec.rates, spec.alpha, spec.ngammacat, spec.pinvar)
         key = q_key + rate_key
         model = self._cache.get(key)

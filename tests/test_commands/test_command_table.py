@@ -177,15 +177,19 @@ def test_refused_options_say_not_supported_yet_at_the_value(tmp_path, name, p):
 
 
 @pytest.mark.parametrize("command", [
-    "ctype ordered: 1-3;", "ctype irreversible: 1-3;", "ctype dollo: all;", "ss;", "usertree = (A,B,(C,D));",
+    "ctype irreversible: 1-3;", "ctype dollo: all;", "ss;",
 ])
 def test_refused_commands(tmp_path, command):
     with pytest.raises(NotImplementedYet, match="is not supported yet"):
         interp_for(DNA4 + "begin mrbayes;\n  " + command + "\nend;\n", tmp_path)
 
 
-def test_ctype_unordered_is_accepted(tmp_path):
-    interp_for(DNA4 + "begin mrbayes;\n  ctype unordered: 1-3;\nend;\n", tmp_path)
+@pytest.mark.parametrize("kind", ["unordered", "ordered"])
+def test_ctype_is_accepted(tmp_path, kind):
+    """On DNA it changes nothing (MrBayes: DNA characters must be unordered); tests/test_commands/test_ctype.py
+    checks standard data against MrBayes."""
+    it = interp_for(DNA4 + "begin mrbayes;\n  ctype %s: 1-3;\nend;\n" % kind, tmp_path)
+    assert not it.settings.ordered
 
 
 def test_set_dir_puts_output_there(tmp_path, monkeypatch):

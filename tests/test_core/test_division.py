@@ -98,13 +98,17 @@ def _propose_trees(chains, trees, div, rng, ctx):
 @pytest.mark.parametrize("datatype, alphabet, model", [
     ("protein", "ACDEFGHIKLMNPQRSTVWY?", "prset aamodelpr=fixed(wag); lset rates=invgamma;"),
     ("standard", "0123?", "lset coding=all rates=gamma;"),
-], ids=["protein", "standard-4-states-coding-all"])
+    ("standard", "0123?", "ctype ordered: 1-60; lset coding=all rates=gamma;"),
+], ids=["protein", "standard-4-states-coding-all", "standard-ordered"])
 def test_other_state_counts_equal_the_reference(tmp_path, datatype, alphabet, model):
     """The kernels' general state-count path (20 and 4 states of standard data) against the reference."""
     path = _random_matrix(tmp_path, datatype, alphabet)
     chains, params, _s = build_chains(tmp_path, "execute %s; %s" % (path, model), nchains=2)
+    specs = [p.inc.model.spec for p in chains[0].parts]
+    part = max(range(len(specs)), key=lambda i: (specs[i].ordered, specs[i].n_states))   # the widest (ordered)
+    assert specs[part].ordered == ("ordered" in model)
     trees = T.ChainTrees([ch.tree for ch in chains])
-    div = DivisionArrays(chains[0].parts[0].inc.shared, [ch.parts[0].inc for ch in chains])
+    div = DivisionArrays(chains[0].parts[part].inc.shared, [ch.parts[part].inc for ch in chains])
     div.refresh(trees)
     rng = np.random.default_rng(5)
     ctx = MoveContext(n_tips=chains[0].tree.n_tips)
@@ -112,7 +116,7 @@ def test_other_state_counts_equal_the_reference(tmp_path, datatype, alphabet, mo
         proposals = _propose_trees(chains, trees, div, rng, ctx)
         div.evaluate(trees)
         for c, ch in enumerate(chains):
-            assert div.lnl_p[c] == pytest.approx(_reference(ch, 0, proposals[c], ch.values), rel=1e-11)
+            assert div.lnl_p[c] == pytest.approx(_reference(ch, part, proposals[c], ch.values), rel=1e-11)
         div.keep(np.ones(2, dtype=bool))
         trees.parent[:], trees.kids[:], trees.brlen[:] = trees.parent_p, trees.kids_p, trees.brlen_p
 

@@ -21,7 +21,7 @@ from mbgpu.tree import Tree
 
 KINDS = ("hard", "negative", "partial")
 HARD, NEGATIVE, PARTIAL = 0, 1, 2          # kind codes of the compiled check
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+|\.))?$")       # `3-7`, or `3-.` up to the last taxon
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ class Constraint:
 
 
 def taxon_list(words: list[str], taxa: list[str], taxsets: dict) -> frozenset:
-    """0-based taxa of a NEXUS taxon list: names, 1-based numbers and ranges (`3-7`), taxset names, `all`.
+    """0-based taxa of a NEXUS taxon list: names, 1-based numbers and ranges (`3-7`, `3-.`), taxset names,
+    `all`.
 
     Raises:
         CommandError: an item that is none of these.
@@ -49,7 +50,8 @@ def taxon_list(words: list[str], taxa: list[str], taxsets: dict) -> frozenset:
     for item in re.sub(r"\s*-\s*", "-", " ".join(words)).split():
         m = _RANGE.match(item)
         if m is not None:
-            first, last = int(m.group(1)), int(m.group(2) or m.group(1))
+            last = len(taxa) if m.group(2) == "." else int(m.group(2) or m.group(1))
+            first = int(m.group(1))
             if not 1 <= first <= last <= len(taxa):
                 raise CommandError("taxon range '%s' is outside 1-%d (ntax)" % (item, len(taxa)))
             out.update(range(first - 1, last))

@@ -15,6 +15,7 @@ import numpy as np
 
 from mbgpu.analysis import adopt_run_count, division_pattern_sets, output_stem, report_patterns, run_stamp
 from mbgpu.checkpoint.session import CheckpointSession
+from mbgpu.deleted_taxa import analysis_settings
 from mbgpu.checkpoint.signals import exit_on_stop_signals
 from mbgpu.likelihood import select
 from mbgpu.output.lock import OutputLock
@@ -86,13 +87,17 @@ def placement(settings):
 def run_mcmc(interp) -> None:
     """The `mcmc` command on the process that reads the commands (serial, or MPI rank 0, the one that
     writes): lock the output prefix, ask before overwriting (interactive only), seeds and model summary,
-    then the run. The lock is released however the run ends (a stop signal included)."""
-    s, con = interp.settings, interp.console
+    then the run. The lock is released however the run ends (a stop signal included). Deleted taxa are
+    left out (the run sees mbgpu.deleted_taxa's view; its ID goes back to the session for sump/sumt)."""
+    s, con = analysis_settings(interp.settings), interp.console
     stem = output_stem(s)
     with exit_on_stop_signals(), OutputLock.acquire(stem, con.print):
         confirm_overwrite(s, stem, RunOptions.from_settings(s.mcmc).nruns, getattr(interp, "ask", None), con)
         ckp = begin(s, con)
-        drive(s, con, ckp, placement(s))
+        try:
+            drive(s, con, ckp, placement(s))
+        finally:
+            interp.settings.stamp = s.stamp
 
 
 def begin(s, con) -> CheckpointSession:

@@ -66,6 +66,8 @@ class Settings:
     # command that makes MrBayes' model take the table in (mbgpu.commands.char_cmds)
     ordered: frozenset = frozenset()
     ordered_model: frozenset = frozenset()
+    deleted: frozenset = frozenset()            # `delete`d taxa (0-based); mbgpu.deleted_taxa
+    taxa_left_out: int = 0                      # in the analysis view of mbgpu.deleted_taxa: how many
 
     @classmethod
     def fresh(cls, defaults: dict[str, dict[str, Any]]) -> "Settings":
@@ -89,7 +91,7 @@ class Settings:
         self.charsets, self.partitions, self.unlinked, self.startvals = {}, {}, {}, {}
         self.outgroup, self.excluded, self.stored = 0, set(), []
         self.taxsets, self.constraints = {}, {}
-        self.ordered, self.ordered_model = frozenset(), frozenset()
+        self.ordered, self.ordered_model, self.deleted = frozenset(), frozenset(), frozenset()
         self.partitions["Default"] = default_partition(matrix)
         self.activate("Default")
 

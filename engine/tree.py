@@ -140,6 +140,38 @@ class Tree:
         start = next(v for v in range(self.n_tips, self.n_nodes) if len(adj[v]) >= 3)
         return _tree_from_adjacency(self.n_tips, adj, start)
 
+    def keep_tips(self, keep: Sequence[int]) -> "Tree":
+        """The unrooted tree of the tips `keep` alone (MrBayes' `delete`): the other tips go, nodes left
+        with one neighbour go, and a node left with two is joined into one branch (lengths added). Tip
+        keep[i] becomes tip i."""
+        adj = self._undirected()
+        gone = set(range(self.n_tips)) - set(keep)
+        stack = list(gone)
+        while stack:
+            v = stack.pop()
+            for w in list(adj[v]):
+                del adj[w][v]
+                if w >= self.n_tips and len(adj[w]) <= 1 and w not in gone:
+                    gone.add(w)
+                    stack.append(w)
+            adj[v] = {}
+        for v in range(self.n_tips, self.n_nodes):
+            if len(adj[v]) == 2:
+                (a, la), (b, lb) = adj[v].items()
+                del adj[a][v], adj[b][v]
+                adj[a][b] = adj[b][a] = la + lb
+                adj[v] = {}
+        new = {old: i for i, old in enumerate(keep)}
+        inner = [v for v in range(self.n_tips, self.n_nodes) if adj[v]]
+        new.update({old: len(keep) + i for i, old in enumerate(inner)})
+        small = [dict() for _ in range(len(new))]
+        for old, i in new.items():
+            small[i] = {new[w]: length for w, length in adj[old].items()}
+        if len(keep) < 3 or not inner:
+            raise ValueError("a tree needs at least 3 tips, %d kept" % len(keep))
+        start = next(i for i in range(len(keep), len(new)) if len(small[i]) >= 3)
+        return _tree_from_adjacency(len(keep), small, start)
+
     # ------------------------------------------------------------------ Newick
     @classmethod
     def from_newick(cls, text: str, taxon_index: Mapping[str, int]) -> "Tree":

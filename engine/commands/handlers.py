@@ -12,9 +12,10 @@ from mbgpu import constraints
 from mbgpu.commands import helptext
 from mbgpu.commands.params import PriorValue, resolve
 from mbgpu.commands.char_cmds import do_charstat, do_ctype, take_ctypes
-from mbgpu.commands.taxa_cmds import do_constraint, do_taxset
+from mbgpu.commands.taxa_cmds import do_constraint, do_delete, do_taxset
 from mbgpu.commands.values import Assignment, parse_assignments
 from mbgpu.analysis import adopt_run_count, run_mcmc
+from mbgpu.deleted_taxa import analysis_settings
 from mbgpu.errors import CommandError, MbgpuError, NotImplementedYet, Quit
 from mbgpu.start_state import user_tree
 from mbgpu.summary import run_sump, run_sumt
@@ -109,8 +110,8 @@ def _model(interp, spec, cmd, attr: str) -> None:
 
 def _check_constraints(interp, cmd, a, names) -> None:
     """topologypr=constraints(...): every name defined, the hard ones compatible (MrBayes refuses the
-    prset otherwise); trivial ones are disregarded with MrBayes' warning."""
-    s = interp.settings
+    prset otherwise); trivial ones are disregarded with MrBayes' warning (deleted taxa left out)."""
+    s = analysis_settings(interp.settings, for_run=False)
     try:
         chosen = constraints.named(s, names)
         n = s.matrix.ntax
@@ -249,8 +250,9 @@ def do_startvals(interp, spec, cmd) -> None:
         if name in ("Tau", "V") and value not in s.trees:
             raise cmd.error("startvals %s=%s: no tree of that name (trees: %s)"
                             % (name.lower(), value, ", ".join(s.trees) or "none"), a.value.token, CommandError)
-        if name == "Tau" and constraints.active(s) is not None:   # MrBayes: "Tree breaks constraint '...'"
-            broken = constraints.active(s).violated(user_tree(s, value))
+        view = analysis_settings(s, trees={value}, for_run=False) if name == "Tau" else s   # deleted taxa out
+        if name == "Tau" and constraints.active(view) is not None:   # MrBayes: "Tree breaks constraint '...'"
+            broken = constraints.active(view).violated(user_tree(view, value))
             if broken is not None:
                 raise cmd.error("startvals tau=%s: the tree breaks constraint '%s'" % (value, broken.name),
                                 a.value.token, CommandError)
@@ -361,6 +363,8 @@ _HANDLERS = {
     "Charstat": lambda i, s, c: _with_data(do_charstat, i, s, c), "Usertree": do_usertree,
     "Taxset": lambda i, s, c: _with_data(do_taxset, i, s, c),
     "Constraint": lambda i, s, c: _with_data(do_constraint, i, s, c),
+    "Delete": lambda i, s, c: _with_data(do_delete, i, s, c),
+    "Restore": lambda i, s, c: _with_data(do_delete, i, s, c),
 }
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbgpu import constraints
+from mbgpu.deleted_taxa import gammadir_constant
 from mbgpu.memory_check import Table, available_bytes, check_fits, likelihood_bytes
 from mbgpu.model_settings import build_division_models, rate_multipliers
 from mbgpu.models import build_model
@@ -32,6 +33,7 @@ class Prior:
     params: list
     n_chars: dict
     constraints: object = None     # mbgpu.constraints.ConstraintSet: the topology term counts what they allow
+    taxa_left_out: int = 0         # `delete`d taxa: MrBayes' gammadir constant counts them (mbgpu.deleted_taxa)
 
     def __call__(self, tree, values) -> float:
         return self.total(self.brlens(tree), self.topology(tree.n_tips), self.parameters(values))
@@ -44,11 +46,13 @@ class Prior:
         return shape(tree.brlen)
 
     def topology(self, n_tips: int) -> float:
-        """The topology term, computed once per tip count (it is a constant of the analysis)."""
+        """The topology term, computed once per tip count (it is a constant of the analysis), with the
+        analysis' other constant: MrBayes' for deleted taxa under gammadir (mbgpu.deleted_taxa)."""
         cache = self.__dict__.setdefault("_topology", {})
         if n_tips not in cache:
             cs = self.constraints
             cache[n_tips] = cs.log_topology_prior() if cs is not None else topology_log_prior(n_tips)
+            cache[n_tips] += gammadir_constant(self.brlenspr, n_tips, self.taxa_left_out)
         return cache[n_tips]
 
     def parameter(self, k: int, value) -> float:
@@ -112,7 +116,8 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     params = free_parameters(settings)
     n_chars = {i: float(sum(p.weights.sum() for p in group)) for i, group in enumerate(sets, 1)}
     fixed_mult = rate_multipliers(settings)
-    prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars, constraints.active(settings))
+    prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars, constraints.active(settings),
+                  settings.taxa_left_out)
     ctx = _move_context(settings, sets, factory, gpu_parsimony)
     use_data = settings.mcmc.get("Data", "Yes") == "Yes"
     inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models

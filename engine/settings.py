@@ -23,6 +23,7 @@ class Division:
     datatype: str
     lset: dict[str, Any]
     prset: dict[str, Any]
+    report: dict[str, Any] = field(default_factory=dict)   # `report` options set for this division
 
 
 @dataclass

@@ -348,8 +348,20 @@ def do_usertree(interp, spec, cmd) -> None:
 
 
 def do_report(interp, spec, cmd) -> None:
-    for name, value, _ in assignments(spec, cmd):
-        interp.settings.report[name] = value
+    """`report [applyto=(...)] ancstates=yes siterates=yes`: kept per division, as MrBayes does."""
+    s = interp.settings
+    pairs = assignments(spec, cmd)
+    applyto = next((value for name, value, _ in pairs if name == "Applyto"), "all")
+    if s.matrix is not None:
+        bad = [i for i in (applyto if applyto != "all" else ()) if i > len(s.divisions)]
+        if bad:
+            raise cmd.error("applyto=(%d): there are only %d divisions" % (bad[0], len(s.divisions)),
+                            cmd.tokens[0], CommandError)
+    for name, value, _ in pairs:
+        s.report[name] = value
+        if name != "Applyto" and s.matrix is not None:
+            for i in s.division_indices(applyto):
+                s.divisions[i].report[name] = value
 
 
 _HANDLERS = {

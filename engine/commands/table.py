@@ -191,13 +191,14 @@ _LINKABLE = ("Tratio", "Revmat", "Omega", "Statefreq", "Shape", "Pinvar", "Corre
 
 
 def _report() -> list[Param]:
-    no = ()  # mbgpu reports parameters as MrBayes' defaults do; other reports: a later issue
+    no = ()  # mbgpu reports parameters as MrBayes' defaults do; possel and siteomega need codon models
     return [Divisions("Applyto", "all", "divisions"),
             Choice("Tratio", "Ratio", "", ("Ratio", "Dirichlet"), supported=no),
             Choice("Revmat", "Dirichlet", "", ("Ratio", "Dirichlet"), supported=no),
             Choice("Ratemult", "Scaled", "", ("Scaled", "Ratio", "Dirichlet"), supported=no),
             Choice("Tree", "Brlens", "", ("Brlens", "Topology"), supported=no),
-            YesNo("Ancstates", "No", supported=no), YesNo("Siterates", "No", supported=no),
+            YesNo("Ancstates", "No", "ancestral states of the constrained nodes (.p columns p(X){site@name})"),
+            YesNo("Siterates", "No", "posterior mean rate of every site (.p columns r(site))"),
             YesNo("Possel", "No", supported=no), YesNo("Siteomega", "No", supported=no)]
 
 

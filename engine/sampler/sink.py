@@ -6,7 +6,10 @@ import math
 import os
 
 from mbgpu.errors import ModelError
+from mbgpu.analysis import division_pattern_sets
+from mbgpu.model_settings import build_division_models, rate_multipliers
 from mbgpu.output.linefile import LineFile
+from mbgpu.output.site_reports import SiteReports
 from mbgpu.output.mcmcfile import McmcFileWriter
 from mbgpu.output.pfile import PFileWriter
 from mbgpu.output.tfile import TFileWriter, newick_of
@@ -15,6 +18,14 @@ from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import parameter_values
 from mbgpu.sampler.screen import IND
 from mbgpu.splits import SplitCounter
+
+
+def site_reports(settings, params) -> SiteReports | None:
+    """`report siterates=yes` / `ancstates=yes`: what computes their columns (None: not asked for)."""
+    if not SiteReports.wanted(settings):
+        return None
+    sets = division_pattern_sets(settings)
+    return SiteReports(settings, params, sets, build_division_models(settings, sets), rate_multipliers(settings))
 
 
 def _open(path: str, what: str, mode: str = "w") -> LineFile:
@@ -43,7 +54,8 @@ class FileSink:
         n = opts.nruns
         names = output_paths(stem, n)
         self.paths = [(names[2 * r], names[2 * r + 1]) for r in range(n)]
-        cols = pfile_columns(settings, params)
+        self.reports = site_reports(settings, params)
+        cols = pfile_columns(settings, params) + (self.reports.columns if self.reports is not None else [])
         mode, head = ("a", False) if append else ("w", True)
         self.files, self.p, self.t = [], [], []
         for r, (pp, tp) in enumerate(self.paths):
@@ -66,6 +78,8 @@ class FileSink:
         for r in range(self.opts.nruns):
             c = mc3.cold(r)
             values = [c.tree.total_length()] + parameter_values(self.params, c.values)
+            if self.reports is not None:
+                values += self.reports.values(c.tree, c.values)
             if not all(math.isfinite(v) for v in values + [c.lnl, c.lnpr]):
                 raise ModelError("run %d reached a non-finite state at generation %d; nothing was written for it"
                                  % (r + 1, gen))

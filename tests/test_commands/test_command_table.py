@@ -79,7 +79,9 @@ EVIDENCE = {
     ("log", "Filename"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",
     ("log", "Append"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",
     ("log", "Replace"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",
-    ("report", "Applyto"): "test_commands/test_command_table.py::test_every_option_is_implemented_or_refused",
+    ("report", "Applyto"): "test_output/test_site_reports.py::test_standard_data_columns_like_mrbayes",
+    ("report", "Ancstates"): "test_output/test_site_reports.py::test_ancestral_states_like_mrbayes",
+    ("report", "Siterates"): "test_output/test_site_reports.py::test_site_rates_are_posterior_mean_rates",
 }
 for _p in ("Tratio", "Revmat", "Statefreq", "Shape", "Pinvar", "Ratemultiplier"):
     EVIDENCE[("link", _p)] = EVIDENCE[("unlink", _p)] = _ORACLE_PRIOR

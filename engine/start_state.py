@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from mbgpu import constraints
-from mbgpu.errors import DataError, ModelError
+from mbgpu.errors import DataError, ModelError, NotImplementedYet
+from mbgpu.parsimony_start import parsimony_tree
 from mbgpu.tree import Tree, random_tree
 
 DEFAULT_BRLEN = 0.02
@@ -37,19 +38,25 @@ def user_tree(settings, name: str) -> Tree:
     return tree.deroot()
 
 
-def start_tree(settings, rng: np.random.Generator) -> Tree:
+def start_tree(settings, rng: np.random.Generator, pars=None) -> Tree:
     """The start tree of one chain: the fixed topology (`prset topologypr=fixed(NAME)`, which overrides
-    startvals tau as in MrBayes), startvals when given (unless `mcmc starttree=random`), otherwise random;
-    branch lengths from startvals V, else 0.02; then `mcmc nperts` random NNIs (MrBayes' RandPerturb)."""
+    startvals tau as in MrBayes), startvals when given (unless `mcmc starttree=random` or `parsimony`),
+    otherwise random, or by parsimony from `pars` (the data's state masks and pattern weights, for
+    `starttree=parsimony`); branch lengths from startvals V, else 0.02; then `mcmc nperts` random NNIs
+    (MrBayes' RandPerturb)."""
     if settings.matrix.ntax < 3:
         raise DataError("an analysis needs at least 3 taxa; the matrix has %d" % settings.matrix.ntax)
     tau, v = settings.startval("Tau"), settings.startval("V")
-    if settings.mcmc.get("Starttree", "Current") == "Random":
+    if settings.mcmc.get("Starttree", "Current") in ("Random", "Parsimony"):
         tau = v = None
     fixed, cset = settings.fixed_topology(), constraints.active(settings)
     if fixed is not None:
         tau = fixed
-    if tau is None and v is None:
+    if tau is None and v is None and settings.mcmc.get("Starttree") == "Parsimony":
+        if cset is not None:
+            raise NotImplementedYet("mcmc starttree=parsimony with topology constraints is not supported yet")
+        tree = parsimony_tree(pars[0], pars[1], rng, DEFAULT_BRLEN)
+    elif tau is None and v is None:
         tree = cset.random_tree(rng, DEFAULT_BRLEN) if cset is not None else \
             random_tree(settings.matrix.ntax, rng, brlen=DEFAULT_BRLEN)
     else:

@@ -69,6 +69,12 @@ class Prior:
         return lnp + sum(parameters)
 
 
+def parsimony_data(sets) -> tuple[np.ndarray, np.ndarray]:
+    """(state masks [taxa, patterns], weights) of every pattern set: what starttree=parsimony scores."""
+    group = [ps for division in sets for ps in division if ps.n_patterns]
+    return np.concatenate([ps.masks for ps in group], axis=1), np.concatenate([ps.weights for ps in group])
+
+
 def _gpu_parsimony(factory):
     """ParsSPR's costs on the likelihood's GPU when the backend runs on one (asynchronous with it when its
     flushes are: mbgpu.cuda.backend.backend_factory), else None (numpy)."""
@@ -119,6 +125,7 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars, constraints.active(settings),
                   settings.taxa_left_out)
     ctx = _move_context(settings, sets, factory, gpu_parsimony)
+    pars = parsimony_data(sets) if settings.mcmc.get("Starttree") == "Parsimony" else None
     use_data = settings.mcmc.get("Data", "Yes") == "Yes"
     inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models
               for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []
@@ -136,7 +143,7 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
                 chains.append(None)
                 continue
             rng = chain_rng(seed, run, c)
-            tree = start_tree(settings, rng)
+            tree = start_tree(settings, rng, pars)
             parts = [PartSlot(lanes.new(k, tips, ps.weights, build_model(spec), fixed_mult[div - 1]), div, spec,
                               fixed_mult[div - 1]) for k, (div, spec, ps, tips) in enumerate(inputs)]
             chains.append(Chain(run, c, rng, tree, [p.value for p in params], parts, copy_moves(template),

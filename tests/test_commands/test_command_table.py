@@ -62,7 +62,7 @@ EVIDENCE = {
     ("mcmc", "Filename"): _SCREEN,
     ("mcmc", "Data"): "test_sampler/test_prior_sampling.py::test_prior_is_recovered",
     ("mcmc", "Autotune"): "test_moves/test_proposals.py::test_autotune_follows_mrbayes_rule",
-    ("mcmc", "Starttree"): "test_sampler/test_start_options.py::test_starttree_random_drops_the_startvals_trees",
+    ("mcmc", "Starttree"): "test_sampler/test_start_options.py::test_starttree_parsimony_builds_short_trees_like_mrbayes",
     ("mcmc", "Nperts"): "test_sampler/test_start_options.py::test_nperts_perturbs_the_user_tree_by_nnis",
     ("mcmc", "Startparams"): "test_sampler/test_start_options.py::test_startparams_reset_ignores_startvals_of_parameters",
     ("mcmc", "Savetrees"): "test_sampler/test_start_options.py::test_savetrees_changes_no_output",  # (B)

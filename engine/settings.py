@@ -56,6 +56,7 @@ class Settings:
     # order from 0); a name not here has every division in group 0 (linked, the default)
     unlinked: dict[str, tuple[int, ...]] = field(default_factory=dict)
     startvals: dict[str, Any] = field(default_factory=dict)
+    startvals_grid: Any = None     # (runs, chains) the startvals trees apply to (MrBayes' grid, see do_mcmc)
     outgroup: int = 0
     trees: dict[str, TreeRecord] = field(default_factory=dict)
     excluded: set = field(default_factory=set)  # 0-based excluded columns
@@ -90,6 +91,7 @@ class Settings:
         """New data: forget character sets, partitions, models and trees tied to the old data."""
         self.matrix, self.data_file = matrix, data_file
         self.charsets, self.partitions, self.unlinked, self.startvals = {}, {}, {}, {}
+        self.startvals_grid = None
         self.outgroup, self.excluded, self.stored = 0, set(), []
         self.taxsets, self.constraints = {}, {}
         self.ordered, self.ordered_model, self.deleted = frozenset(), frozenset(), frozenset()

@@ -125,8 +125,14 @@ def _check_constraints(interp, cmd, a, names) -> None:
 
 
 def do_mcmc(interp, spec, cmd, run: bool = True) -> None:
+    s = interp.settings
     for name, value, _ in assignments(spec, cmd):
-        interp.settings.mcmc[name] = value
+        s.mcmc[name] = value
+        if name in ("Nruns", "Nchains") and s.startvals_grid is not None:
+            # MrBayes keeps start values in a runs x chains grid that each setting resizes: chains it
+            # drops lose them, chains added later start from random trees
+            runs, chains = s.startvals_grid
+            s.startvals_grid = (min(runs, value), chains) if name == "Nruns" else (runs, min(chains, value))
     if not run:
         adopt_run_count(interp.settings)   # MrBayes' DoMcmcp hands nruns to sump and sumt too
     else:
@@ -268,6 +274,8 @@ def do_startvals(interp, spec, cmd) -> None:
                             "(outside the prior's support)" % ",".join("%g" % v for v in value),
                             a.value.token, CommandError)
         s.startvals[name] = value
+        if name in ("Tau", "V"):
+            s.startvals_grid = (int(s.mcmc["Nruns"]), int(s.mcmc["Nchains"]))
 
 
 def do_log(interp, spec, cmd) -> None:

@@ -40,13 +40,16 @@ class RunOptions:
     burnin: int
     stoprule: bool
     stopval: float
+    printall: bool = True
+    printmax: int = 8
 
     @classmethod
     def from_settings(cls, m: dict) -> "RunOptions":
         yes = lambda k: m[k] == "Yes"  # noqa: E731
         return cls(m["Ngen"], m["Nruns"], m["Nchains"], m["Temp"], m["Swapfreq"], m["Nswaps"], m["Samplefreq"],
                    m["Printfreq"], m["Diagnfreq"], yes("Mcmcdiagn"), m["Tunefreq"], yes("Autotune"),
-                   m["Minpartfreq"], m["Burninfrac"], yes("Relburnin"), m["Burnin"], yes("Stoprule"), m["Stopval"])
+                   m["Minpartfreq"], m["Burninfrac"], yes("Relburnin"), m["Burnin"], yes("Stoprule"), m["Stopval"],
+                   yes("Printall") if "Printall" in m else True, int(m.get("Printmax", 8)))
 
 
 class MC3:
@@ -74,7 +77,7 @@ class MC3:
         o, start, first = self.opts, time.time(), self.gen
         if first == 0:  # a continuation (gen > 0, restored from a checkpoint) has sampled it already
             self.sink.sample(0, self)
-            self.console.print(chain_line(0, self.runs, self.ranks, None))
+            self.console.print(chain_line(0, self.runs, self.ranks, None, o.printall, o.printmax))
         blocks, gen = None, self.gen
         while gen < o.ngen:
             gen += 1
@@ -97,7 +100,7 @@ class MC3:
                 self.sink.sample(gen, self)
             if gen % o.printfreq == 0:
                 left = (time.time() - start) / (gen - first) * (o.ngen - gen)
-                self.console.print(chain_line(gen, self.runs, self.ranks, hms(left)))
+                self.console.print(chain_line(gen, self.runs, self.ranks, hms(left), o.printall, o.printmax))
             if o.mcmcdiagn and gen % o.diagnfreq == 0:
                 stat = self.sink.diagnose(gen, self)
                 if stat is not None and o.stoprule and stat <= o.stopval:

@@ -6,13 +6,36 @@ from mbgpu.sampler.swaps import heat
 IND = "      "
 
 
-def chain_line(gen: int, runs, ranks, remaining: str | None) -> str:
-    """`  1000 -- (-6032.117) [-5990.218] ... * [...] -- 0:00:09`; the cold chain in brackets."""
-    parts = []
-    for chains, rk in zip(runs, ranks):
-        parts.append(" ".join(("[%.3f]" if rk[i] == 0 else "(%.3f)") % c.lnl for i, c in enumerate(chains)))
-    line = "%s%5d -- %s" % (IND, gen, " * ".join(parts))
-    return line + (" -- %s" % remaining if remaining is not None else " ")
+def chain_line(gen: int, runs, ranks, remaining: str | None, printall: bool = True, printmax: int = 8) -> str:
+    """`  1000 -- (-6032.117) [-5990.218] ... * [...] -- 0:00:09` as MrBayes 3.2.7a's PrintToScreen
+    writes it: the cold chain in brackets; with `printall=no` only the cold chain of each run, with its
+    position (`[-5990.218][2] .. `); at most `printmax` chains, then `.. `; `* ` between runs while
+    fewer than printmax - 1 chains are printed; one chain in all: its lnL alone."""
+    chains = [(c, rk[i] == 0, i) for cs, rk in zip(runs, ranks) for i, c in enumerate(cs)]
+    nchains = len(runs[0]) if runs else 1
+    out = []
+    if len(chains) == 1:
+        out.append("%.3f " % chains[0][0].lnl)
+    shown = 0
+    for k, (c, cold, pos) in enumerate(chains if len(chains) > 1 else []):
+        if shown >= printmax:
+            if shown == printmax:
+                out.append(".. ")
+            shown += 1
+            continue
+        if nchains == 1:
+            out.append("%.3f " % c.lnl)
+            shown += 1
+        elif cold:
+            out.append("[%.3f] " % c.lnl if printall else "[%.3f][%d] .. " % (c.lnl, pos + 1))
+            shown += 1
+        elif printall:
+            out.append("(%.3f) " % c.lnl)
+            shown += 1
+        if k < len(chains) - 1 and (k // nchains) != ((k + 1) // nchains) and shown < printmax - 1:
+            out.append("* ")
+    line = "%s%5d -- %s" % (IND, gen, "".join(out))
+    return line + ("-- %s" % remaining if remaining is not None else "")
 
 
 def hms(seconds: float) -> str:

@@ -143,7 +143,7 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
                 chains.append(None)
                 continue
             rng = chain_rng(seed, run, c)
-            tree = start_tree(settings, rng, pars)
+            tree = start_tree(settings, rng, pars, (run, c))
             parts = [PartSlot(lanes.new(k, tips, ps.weights, build_model(spec), fixed_mult[div - 1]), div, spec,
                               fixed_mult[div - 1]) for k, (div, spec, ps, tips) in enumerate(inputs)]
             chains.append(Chain(run, c, rng, tree, [p.value for p in params], parts, copy_moves(template),

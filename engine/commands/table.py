@@ -155,7 +155,7 @@ def _ss() -> list[Param]:
 
 def _sumss() -> list[Param]:
     return [
-        YesNo("Allruns", "Yes", "all runs in one plot"),
+        YesNo("Allruns", "Yes", "all runs in one plot", supported=("Yes",)),
         YesNo("Askmore", "Yes", "ask for more tables and plots (mbgpu never asks)"),
         YesNo("Relburnin", "Yes", "burn-in in each step as a fraction"), Int("Burnin", 0, "burn-in samples per step", 0),
         Float("Burninfrac", 0.25, "burn-in fraction per step", *L.BURNINFRAC),

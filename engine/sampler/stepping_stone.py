@@ -117,7 +117,7 @@ def intro_lines(p: SsPlan) -> list[str]:
         lines += [IND + "NOTE: Number of generation of each step is reduced to the closest multi-",
                   IND + "ple of sampling frequency. That is why, in total it will be taken %d    " % p.ngen,
                   IND + "generations instead of requested %d.                                    " % p.requested]
-    return lines + [""]
+    return lines + ["", ""]
 
 
 def log_mean_exp(values: list[float]) -> float:

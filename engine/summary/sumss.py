@@ -71,16 +71,10 @@ def _table(contrib: list[list[float]], plan: SsPlan, burnin: int, frac: float | 
     return lines
 
 
-def _plots(xs: list[np.ndarray], ys: list[np.ndarray], allruns: bool) -> list[str]:
-    """One overlay plot of the runs (allruns=yes, MrBayes 3.2.7a's behaviour) or one plot per run."""
-    if len(xs) == 1:
-        return single_plot(xs[0], ys[0])
-    if allruns:
-        return overlay_plot(xs, ys)
-    out = []
-    for r, (x, y) in enumerate(zip(xs, ys)):
-        out += ["", IND + "Samples from run %d:" % (r + 1)] + single_plot(x, y)
-    return out
+def _plots(xs: list[np.ndarray], ys: list[np.ndarray]) -> list[str]:
+    """One run's plot, or the runs' overlay plot (what MrBayes 3.2.7a prints with allruns=yes; with
+    allruns=no its joined plot fails, so mbgpu refuses that value)."""
+    return single_plot(xs[0], ys[0]) if len(xs) == 1 else overlay_plot(xs, ys)
 
 
 def _step_plot(files, params, begin: int, per_step: int, nsteps: int) -> list[str]:
@@ -100,7 +94,7 @@ def _step_plot(files, params, begin: int, per_step: int, nsteps: int) -> list[st
                   IND + "According to 'Discardfrac=%.2f', first %d samples are not ploted." % (frac, skip)]
     gen = [f.column("Gen")[first:first + count] for f in files]
     lnl = [f.column("LnL")[first:first + count] for f in files]
-    return lines + _plots(gen, lnl, params["Allruns"] == "Yes")
+    return lines + _plots(gen, lnl)
 
 
 def _joined_plot(files, params, begin: int, per_step: int, burnin: int, nsteps: int) -> list[str]:
@@ -120,7 +114,7 @@ def _joined_plot(files, params, begin: int, per_step: int, burnin: int, nsteps: 
              for j in range(burnin, per_step)]
         xs.append(np.arange(burnin + 1, per_step + 1, dtype=float))
         ys.append(np.array(y))
-    return lines + _plots(xs, ys, params["Allruns"] == "Yes")
+    return lines + _plots(xs, ys)
 
 
 def run_sumss(settings, console) -> list[float]:

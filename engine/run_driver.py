@@ -16,17 +16,17 @@ import numpy as np
 from mbgpu.analysis import adopt_run_count, division_pattern_sets, output_stem, report_patterns, run_stamp
 from mbgpu.checkpoint.session import CheckpointSession
 from mbgpu.checkpoint.signals import exit_on_stop_signals
+from mbgpu.errors import NotImplementedYet
 from mbgpu.likelihood import select
 from mbgpu.output.lock import OutputLock
 from mbgpu.output.modelsummary import model_summary_lines, move_lines
 from mbgpu.output.overwrite import confirm_overwrite
-from mbgpu.errors import NotImplementedYet
 from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import free_parameters
+from mbgpu.sampler import stepping_stone
 from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.move_table import build_moves
 from mbgpu.sampler.setup import build_runs
-from mbgpu.sampler import stepping_stone
 from mbgpu.sampler.sink import FileSink
 from mbgpu.sampler.ss_tracker import SteppingStone
 

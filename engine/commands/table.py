@@ -157,7 +157,8 @@ def _sumss() -> list[Param]:
     return [
         YesNo("Allruns", "Yes", "all runs in one plot", supported=("Yes",)),
         YesNo("Askmore", "Yes", "ask for more tables and plots (mbgpu never asks)"),
-        YesNo("Relburnin", "Yes", "burn-in in each step as a fraction"), Int("Burnin", 0, "burn-in samples per step", 0),
+        YesNo("Relburnin", "Yes", "burn-in in each step as a fraction"),
+        Int("Burnin", 0, "burn-in samples per step", 0),
         Float("Burninfrac", 0.25, "burn-in fraction per step", *L.BURNINFRAC),
         Float("Discardfrac", 0.8, "fraction of a step not plotted", 0.0, 1.0),
         Text("Filename", "", "file stem of the .p files (shared with sump)"), Int("Nruns", 2, "number of runs", 1),

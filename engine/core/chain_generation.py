@@ -23,7 +23,8 @@ def swap_one(r, a, b, d2, ranks, temp, tried, accepted, lnl, lnpr, power):
     n = ranks.shape[1]
     ra, rb = ranks[r, a], ranks[r, b]
     ca, cb = r * n + a, r * n + b
-    log_r = (1.0 / (1.0 + temp * rb) - 1.0 / (1.0 + temp * ra)) * ((power * lnl[ca] + lnpr[ca]) - (power * lnl[cb] + lnpr[cb]))
+    log_r = ((1.0 / (1.0 + temp * rb) - 1.0 / (1.0 + temp * ra))
+             * ((power * lnl[ca] + lnpr[ca]) - (power * lnl[cb] + lnpr[cb])))
     ok = log_r >= 0 or math.log(d2) < log_r
     i, j = (ra, rb) if ra < rb else (rb, ra)
     tried[r, j, i] += 1

@@ -91,14 +91,14 @@ class SteppingStone:
     def shows(self, gen: int) -> bool:
         """The split frequencies are computed and printed only past a step's own burn-in."""
         p = self.plan
-        return gen > p.burnin_gens and (gen - p.burnin_gens - 1) % p.step_gens + 1 > p.step_burnin_gens
+        return gen > p.burnin_gens and p.position(gen) > p.step_burnin_gens
 
     def after_sample(self, gen: int, mc3) -> None:
         p = self.plan
         if p.in_sample(gen):
             for r, a in enumerate(self.acc):
                 a.add(mc3.cold(r).lnl)
-        if gen > p.burnin_gens and (gen - p.burnin_gens) % p.step_gens == p.step_burnin_gens and self.diag:
+        if self.diag and gen >= p.burnin_gens and p.position(gen) == p.step_burnin_gens:
             mc3.sink.splits.first_kept = gen // p.samplefreq + 1    # the diagnostics see this step only
         if gen == p.burnin_gens and gen > 0:
             self.console.print("")

@@ -57,15 +57,17 @@ class SsPlan:
         """The step generation `gen` (>= 1) belongs to: 1 for the initial burn-in too."""
         return max(1, min(self.nsteps, (gen - self.burnin_gens - 1) // self.step_gens + 1))
 
+    def position(self, gen: int) -> int:
+        """Generations from the start of gen's step to gen (1..step_gens; 0 at the end of the burn-in)."""
+        return 0 if gen <= self.burnin_gens else (gen - self.burnin_gens - 1) % self.step_gens + 1
+
     def step_end(self, gen: int) -> bool:
         """True at the last generation of a step."""
         return gen > self.burnin_gens and (gen - self.burnin_gens) % self.step_gens == 0
 
     def in_sample(self, gen: int) -> bool:
         """True where a sample at `gen` counts towards its step's contribution."""
-        if gen <= self.burnin_gens or gen % self.samplefreq:
-            return False
-        return (gen - self.burnin_gens - 1) % self.step_gens + 1 > self.step_burnin_gens
+        return gen > self.burnin_gens and gen % self.samplefreq == 0 and self.position(gen) > self.step_burnin_gens
 
 
 def plan(mcmc: dict, ss: dict) -> SsPlan:

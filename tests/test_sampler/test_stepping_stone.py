@@ -102,6 +102,8 @@ def test_ss_file_and_screen_lines_match_mrbayes(mb_double, tmp_path, monkeypatch
     assert [len(r) for r in _ss_rows(our_ss)] == [len(r) for r in _ss_rows(mb_ss)]
     if "nruns=1" in settings:
         assert [r[-1] for r in _ss_rows(our_ss)] == [r[-1] for r in _ss_rows(mb_ss)]   # -2.0: no diagnostics
+    gens = lambda p: [x.split("\t")[0] for x in p.read_text().splitlines() if x[:1].isdigit()]  # noqa
+    assert gens(tmp_path / "ours" / "d.nex.mcmc") == gens(tmp_path / "mb" / "d.nex.mcmc")   # diagnostics' generations
     intro = lambda s: s.split("Starting stepping-stone")[1].split("Chain results")[0].split("\n")[:-1]  # noqa
     assert intro(ours) == intro(mb_out)
     steps = lambda s: re.findall(r"Sampling step \d+ out of \d+ steps", s)  # noqa

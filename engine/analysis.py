@@ -48,19 +48,23 @@ def output_stem(settings) -> str:
     return os.path.join(folder, name) if folder else name
 
 
-def adopt_run_count(settings) -> None:
+def adopt_run_count(settings, sumss: bool = False) -> None:
     """sump and sumt summarise as many runs as mcmc's Nruns, set when mcmc starts as MrBayes' DoMcmc (and
-    DoMcmcp) set it; a later `sump nruns=...` or `sumt nruns=...` still overrides it."""
+    DoMcmcp) set it, and sumss too when a run starts (DoMcmc, not DoMcmcp); a later `sump nruns=...`
+    (sumt, sumss) still overrides it."""
     nruns = settings.mcmc.get("Nruns", 2)
     settings.sump["Nruns"] = nruns
     settings.sumt["Nruns"] = nruns
+    if sumss:
+        settings.sumss["Nruns"] = nruns
 
 
-def run_mcmc(interp) -> None:
-    """The `mcmc` command: the one run driver, serial or under MPI (mbgpu.run_driver)."""
+def run_mcmc(interp, ss=None) -> None:
+    """The `mcmc` command (`ss`: an `ss` command's SsPlan): the one run driver, serial or under MPI
+    (mbgpu.run_driver)."""
     from mbgpu.run_driver import run_mcmc as drive_mcmc   # here, not at the top: the driver imports this module
 
-    drive_mcmc(interp)
+    drive_mcmc(interp, ss)
 
 
 def run_stamp(seed: int) -> int:

@@ -17,16 +17,19 @@ from mbgpu.analysis import adopt_run_count, division_pattern_sets, output_stem, 
 from mbgpu.checkpoint.session import CheckpointSession
 from mbgpu.deleted_taxa import analysis_settings
 from mbgpu.checkpoint.signals import exit_on_stop_signals
+from mbgpu.errors import NotImplementedYet
 from mbgpu.likelihood import select
 from mbgpu.output.lock import OutputLock
 from mbgpu.output.modelsummary import model_summary_lines, move_lines
 from mbgpu.output.overwrite import confirm_overwrite
 from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import free_parameters
+from mbgpu.sampler import stepping_stone
 from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.move_table import build_moves
 from mbgpu.sampler.setup import build_runs
 from mbgpu.sampler.sink import FileSink
+from mbgpu.sampler.ss_tracker import SteppingStone
 
 
 class SerialPlacement:
@@ -71,6 +74,13 @@ class SerialPlacement:
         return None
 
 
+def under_mpi() -> bool:
+    """True when this process is one of several MPI ranks."""
+    from mbgpu.mpi.comm import world
+
+    return world() is not None
+
+
 def placement(settings):
     """SerialPlacement, or this rank's MpiPlacement under mpirun/srun (rank 0 sends the serving ranks
     the settings). mbgpu.mpi is imported only here, so the core needs no mpi4py."""
@@ -84,18 +94,21 @@ def placement(settings):
     return lead(comm, settings)
 
 
-def run_mcmc(interp) -> None:
+def run_mcmc(interp, ss=None) -> None:
     """The `mcmc` command on the process that reads the commands (serial, or MPI rank 0, the one that
     writes): lock the output prefix, ask before overwriting (interactive only), seeds and model summary,
     then the run. The lock is released however the run ends (a stop signal included). Deleted taxa are
-    left out (the run sees mbgpu.deleted_taxa's view; its ID goes back to the session for sump/sumt)."""
+    left out (the run sees mbgpu.deleted_taxa's view; its ID goes back to the session for sump/sumt).
+    `ss`: the mbgpu.sampler.stepping_stone.SsPlan of an `ss` command (serial runs only)."""
     s, con = analysis_settings(interp.settings), interp.console
     stem = output_stem(s)
+    if ss is not None and under_mpi():
+        raise NotImplementedYet("ss under MPI is not supported yet")
     with exit_on_stop_signals(), OutputLock.acquire(stem, con.print):
         confirm_overwrite(s, stem, RunOptions.from_settings(s.mcmc).nruns, getattr(interp, "ask", None), con)
         ckp = begin(s, con)
         try:
-            drive(s, con, ckp, placement(s))
+            drive(s, con, ckp, placement(s), ss)
         finally:
             interp.settings.stamp = s.stamp
 
@@ -103,7 +116,7 @@ def run_mcmc(interp) -> None:
 def begin(s, con) -> CheckpointSession:
     """Adopt nruns for sump/sumt, read a checkpoint to continue (append=yes), fix and print the seeds and
     the model summary; the run's CheckpointSession."""
-    adopt_run_count(s)
+    adopt_run_count(s, sumss=True)
     ckp = CheckpointSession.begin(s, output_stem(s), con)  # append=yes: read, verify, adopt seeds
     if s.options.get("Seed") is None:
         s.options["Seed"] = int(time.time()) % 2147483647
@@ -118,7 +131,7 @@ def begin(s, con) -> CheckpointSession:
     return ckp
 
 
-def drive(s, con, ckp, place) -> None:
+def drive(s, con, ckp, place, ss=None) -> None:
     """Run the analysis of Settings `s` on this process's chains (`place`: SerialPlacement or MpiPlacement).
 
     `ckp`: the CheckpointSession of `begin` on the writer; None on the other MPI ranks, which get one that
@@ -126,11 +139,13 @@ def drive(s, con, ckp, place) -> None:
     """
     ckp = ckp if ckp is not None else CheckpointSession(s, output_stem(s), con)
     opts = RunOptions.from_settings(s.mcmc)
+    if ss is not None:
+        opts = stepping_stone.run_options(opts, ss)
     sets = division_pattern_sets(s, con)
     report_patterns(con, sets)
     place.agree(lambda: ckp.check_inputs(s, sets, opts))
     with place.guard():
-        mc3 = start(s, con, ckp, place, sets, opts)
+        mc3 = start(s, con, ckp, place, sets, opts, ss)
         con.print("   Chain results (%d generations requested):" % opts.ngen)
         with ckp.signals(), reported_with_checkpoint(ckp):
             try:
@@ -138,6 +153,8 @@ def drive(s, con, ckp, place) -> None:
                 finish_checkpoint(place, ckp, mc3)
             finally:
                 mc3.sink.close()
+                if mc3.stepping is not None:
+                    mc3.stepping.close()
         for line in mc3.summary() if place.writer else []:   # other ranks lack the cold chains' moves
             con.print(line)
     if place.writer:
@@ -153,15 +170,18 @@ def reported_with_checkpoint(ckp):
         raise err.after_checkpoint(ckp.last_generation(), ckp.path) from None
 
 
-def start(s, con, ckp, place, sets, opts):
+def start(s, con, ckp, place, sets, opts, ss=None):
     """Build and restore the chains, print their starting states, open the files (writer only), build
-    the MC3 and hook the checkpoints into it."""
+    the MC3 and hook the checkpoints into it (and, for `ss`, its stepping-stone tracker)."""
     runs, params = place.chains(s, sets, opts, con)
     place.restore(runs, ckp)
     for r, chains in enumerate(runs):
         con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))
         for c in chains:
             con.print("      Chain %d -- %.6f -- %.6f" % (c.index + 1, c.lnl, c.lnpr))
+    if ss is not None:
+        for line in stepping_stone.intro_lines(ss):
+            con.print(line)
     files = None
     s.stamp = run_stamp(s.options["Seed"])
     if place.writer:
@@ -171,6 +191,9 @@ def start(s, con, ckp, place, sets, opts):
     if place.writer:
         ckp.attach(mc3, files)
     place.adopt(mc3)
+    if ss is not None:
+        mc3.stepping = SteppingStone(ss, opts.nruns, output_stem(s), s.stamp, con, opts.mcmcdiagn,
+                                     s.mcmc.get("Diagnstat") == "Maxstddev")
     mc3.after_generation = checkpoint_hook(place, ckp)
     mc3.hook_every = ckp.freq if ckp.enabled else 0     # stop signals are seen after every compiled block
     return mc3

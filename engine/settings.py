@@ -36,6 +36,9 @@ class TreeRecord:
     where: Any = None
 
 
+SS_ONLY = ("Alpha", "Burninss", "Nsteps", "Fromprior")   # ss' parameters that mcmc lacks
+
+
 @dataclass
 class Settings:
     """The state of one mbgpu session."""
@@ -45,6 +48,8 @@ class Settings:
     mcmc: dict[str, Any] = field(default_factory=dict)
     sump: dict[str, Any] = field(default_factory=dict)
     sumt: dict[str, Any] = field(default_factory=dict)
+    ss: dict[str, Any] = field(default_factory=dict)     # ss/ssp's own: alpha, burninss, nsteps, fromprior
+    sumss: dict[str, Any] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
     matrix: CharacterMatrix | None = None
     data_file: str = ""
@@ -79,6 +84,8 @@ class Settings:
         s.mcmc = dict(defaults["mcmc"])
         s.sump = dict(defaults["sump"])
         s.sumt = dict(defaults["sumt"])
+        s.ss = {k: v for k, v in defaults["ss"].items() if k in SS_ONLY}
+        s.sumss = dict(defaults["sumss"])
         s.report = dict(defaults["report"])
         return s
 

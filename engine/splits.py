@@ -79,6 +79,7 @@ class SplitCounter:
         self.minpartfreq, self.relburnin = minpartfreq, relburnin
         self.burninfrac, self.burnin = burninfrac, burnin
         self.samples: list[list[tuple[int, ...]]] = [[] for _ in range(n_runs)]
+        self.first_kept: int | None = None   # set: drop the samples before this one instead (ss, per step)
 
     def add(self, run: int, splits: Iterable[int]) -> None:
         """Record one sampled tree's normalised non-trivial splits (see `tree_splits`)."""
@@ -88,6 +89,8 @@ class SplitCounter:
         self.add(run, tree_splits(tree, self.outgroup))
 
     def n_discarded(self) -> int:
+        if self.first_kept is not None:
+            return self.first_kept
         n = len(self.samples[0])
         return int(self.burninfrac * n) if self.relburnin else self.burnin
 

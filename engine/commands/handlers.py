@@ -18,7 +18,10 @@ from mbgpu.analysis import adopt_run_count, run_mcmc
 from mbgpu.deleted_taxa import analysis_settings
 from mbgpu.errors import CommandError, MbgpuError, NotImplementedYet, Quit
 from mbgpu.start_state import user_tree
+from mbgpu.sampler import stepping_stone
+from mbgpu.settings import SS_ONLY
 from mbgpu.summary import run_sump, run_sumt
+from mbgpu.summary.sumss import run_sumss
 
 
 def _located(cmd, tok, err: MbgpuError) -> MbgpuError:
@@ -141,6 +144,36 @@ def do_mcmc(interp, spec, cmd, run: bool = True) -> None:
             run_mcmc(interp)
         except MbgpuError as err:
             raise _located(cmd, cmd.tokens[0], err) from None
+
+
+def do_ss(interp, spec, cmd, run: bool = True) -> None:
+    """ss/ssp: mcmc's parameters go to mcmc's settings (shared, as in MrBayes), the others to ss'; ss runs
+    stepping-stone sampling (mbgpu.sampler.stepping_stone)."""
+    for name, value, a in assignments(spec, cmd):
+        if name == "Alpha" and value <= 0:
+            raise _located(cmd, a.value.token, CommandError("alpha=%s: it must be greater than 0" % a.value.token.text))
+        (interp.settings.ss if name in SS_ONLY else interp.settings.mcmc)[name] = value
+    if not run:
+        adopt_run_count(interp.settings)
+        return
+    _need_data(interp, cmd)
+    try:
+        run_mcmc(interp, ss=stepping_stone.plan(interp.settings.mcmc, interp.settings.ss))
+    except MbgpuError as err:
+        raise _located(cmd, cmd.tokens[0], err) from None
+
+
+def do_sumss(interp, spec, cmd) -> None:
+    for name, value, _ in assignments(spec, cmd):
+        interp.settings.sumss[name] = value
+        if name == "Filename":
+            interp.settings.sump[name] = value      # shared with sump, as in MrBayes
+        if name in ("Relburnin", "Burnin", "Burninfrac"):
+            interp.settings.mcmc[name] = value      # MrBayes' burn-in is one setting of mcmc, sump and sumss
+    try:
+        run_sumss(interp.settings, interp.console)
+    except MbgpuError as err:
+        raise _located(cmd, cmd.tokens[0], err) from None
 
 
 def do_summary(interp, spec, cmd) -> None:
@@ -376,6 +409,7 @@ _HANDLERS = {
     "Set": do_set, "Lset": lambda i, s, c: _model(i, s, c, "lset"),
     "Prset": lambda i, s, c: _model(i, s, c, "prset"), "Mcmc": do_mcmc,
     "Mcmcp": lambda i, s, c: do_mcmc(i, s, c, run=False), "Sump": do_summary, "Sumt": do_summary,
+    "Ss": do_ss, "Ssp": lambda i, s, c: do_ss(i, s, c, run=False), "Sumss": do_sumss,
     "Charset": do_charset, "Partition": do_partition, "Unlink": do_link, "Link": do_link,
     "Outgroup": do_outgroup, "Startvals": do_startvals, "Log": do_log, "Execute": do_execute,
     "Help": do_help, "Showmodel": do_showmodel, "Quit": do_quit, "Report": do_report,

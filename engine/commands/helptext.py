@@ -17,8 +17,10 @@ def _current(spec, settings) -> dict:
     name = spec.name.lower()
     if name in ("mcmc", "mcmcp"):
         return settings.mcmc
-    if name in ("set", "sump", "sumt", "report"):
-        return {"set": settings.options, "sump": settings.sump, "sumt": settings.sumt,
+    if name in ("ss", "ssp"):
+        return {**settings.mcmc, **settings.ss}
+    if name in ("set", "sump", "sumt", "sumss", "report"):
+        return {"set": settings.options, "sump": settings.sump, "sumt": settings.sumt, "sumss": settings.sumss,
                 "report": settings.report}[name]
     if name in ("lset", "prset") and settings.divisions:
         return getattr(settings.divisions[0], name)

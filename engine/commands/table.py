@@ -137,6 +137,36 @@ def _mcmc() -> list[Param]:
     ]
 
 
+def _ss_only() -> list[Param]:
+    """The parameters only `ss` and `ssp` have (MrBayes' DoSsParm); the rest of theirs are mcmc's."""
+    return [
+        Float("Alpha", 0.4, "powers are Beta(alpha,1) quantiles (0 < alpha)"),
+        Int("Burninss", -1, "samples before step 1 (negative: that many step lengths)"),
+        Int("Nsteps", 50, "number of steps", 1),
+        YesNo("Fromprior", "No", "step 1 samples the prior (Yes) or near the posterior (No)"),
+    ]
+
+
+def _ss() -> list[Param]:
+    """mcmc's parameters (shared with it, as in MrBayes) and ss' own; append=yes is not supported."""
+    shared = [p for p in _mcmc() if p.name != "Append"]
+    return shared + [YesNo("Append", "No", "continue from a checkpoint", supported=("No",))] + _ss_only()
+
+
+def _sumss() -> list[Param]:
+    return [
+        YesNo("Allruns", "Yes", "all runs in one plot", supported=("Yes",)),
+        YesNo("Askmore", "Yes", "ask for more tables and plots (mbgpu never asks)"),
+        YesNo("Relburnin", "Yes", "burn-in in each step as a fraction"),
+        Int("Burnin", 0, "burn-in samples per step", 0),
+        Float("Burninfrac", 0.25, "burn-in fraction per step", *L.BURNINFRAC),
+        Float("Discardfrac", 0.8, "fraction of a step not plotted", 0.0, 1.0),
+        Text("Filename", "", "file stem of the .p files (shared with sump)"), Int("Nruns", 2, "number of runs", 1),
+        Int("Steptoplot", 0, "step shown in the step plot (0: the initial burn-in)", 0),
+        Int("Smoothing", 0, "samples on each side averaged in the joined plot", 0),
+    ]
+
+
 def _set() -> list[Param]:
     return [
         Int("Seed", None, "random seed (default: from the clock)", 1, L.SEED_MAX),
@@ -237,6 +267,9 @@ def build_table() -> dict[str, CommandSpec]:
         CommandSpec("Mcmcp", "sets MCMC options without starting", _mcmc(), "mcmcp param=value ...;"),
         CommandSpec("Sump", "summarises the parameter (.p) files", _sump(), "sump param=value ...;"),
         CommandSpec("Sumt", "summarises the tree (.t) files", _sumt(), "sumt param=value ...;"),
+        CommandSpec("Ss", "stepping-stone sampling: the marginal likelihood", _ss(), "ss param=value ...;"),
+        CommandSpec("Ssp", "sets stepping-stone options without starting", _ss(), "ssp param=value ...;"),
+        CommandSpec("Sumss", "summarises stepping-stone runs (.p files)", _sumss(), "sumss param=value ...;"),
         CommandSpec("Charset", "defines a character set", [], "charset NAME = 1-10 12 20-.\\3 ...;"),
         CommandSpec("Partition", "defines a character partition", [], "partition NAME = N: set1, set2, ...;"),
         CommandSpec("Unlink", "unlinks parameters across divisions",
@@ -292,7 +325,6 @@ _NOT_YET = [
 ("Root", "roots user tree"), ("Showbeagle", "backend resources"),
     ("Showmatrix", "shows the matrix"), ("Showmcmctrees", "shows MCMC trees"), ("Showmoves", "shows moves"),
     ("Showparams", "shows parameters"), ("Showusertrees", "shows user trees"),
-    ("Ss", "stepping-stone sampling"), ("Ssp", "stepping-stone settings"),
-    ("Sumss", "summarises stepping-stone runs"), ("Taxastat", "taxon status"),
+    ("Taxastat", "taxon status"),
     ("Version", "program version"),
 ]

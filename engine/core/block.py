@@ -20,10 +20,10 @@ from mbgpu.jit import JIT_OPTIONS
 
 
 @numba.njit(**JIT_OPTIONS)
-def swap_heats(draws, ranks, temp, nswaps, tried, accepted, lnl, lnpr, r0, r1):
+def swap_heats(draws, ranks, temp, nswaps, tried, accepted, lnl, lnpr, power, r0, r1):
     """MC3.swap_all over arrays for runs r0 <= r < r1: nswaps heat swaps per run (ranks[r, position] =
     heat rank; chain r * nchains + position), run r's swap s from draws[3 (r nswaps + s) ...] (one
-    generation's draws of the swap stream for every run), as mbgpu.sampler.swaps.swap_with."""
+    generation's draws of the swap stream for every run), as mbgpu.sampler.swaps.swap_with (lnL at `power`)."""
     n = ranks.shape[1]
     if n < 2:
         return
@@ -31,7 +31,7 @@ def swap_heats(draws, ranks, temp, nswaps, tried, accepted, lnl, lnpr, r0, r1):
         for s in range(nswaps):
             i = 3 * (r * nswaps + s)
             a, b = swap_pair(draws[i], draws[i + 1], n)
-            swap_one(r, a, b, draws[i + 2], ranks, temp, tried, accepted, lnl, lnpr)
+            swap_one(r, a, b, draws[i + 2], ranks, temp, tried, accepted, lnl, lnpr, power)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -50,7 +50,7 @@ def run_block(n_gen, first_gen, swapfreq, row0, draws, head, pars, tail, pri, sm
     generations completed, chains in `failed`): DONE; BAD_LNL (`failed[0]`'s proposal gave a NaN or +inf
     lnL); HOST_MODEL (in the generation after those completed, the chains in `failed` have proposed and
     planned but need their model from the host; the others have finished it)."""
-    ranks, temp, nswaps, tried, sw_acc, lnl, lnpr = swap_args
+    ranks, temp, nswaps, tried, sw_acc, lnl, lnpr, power = swap_args
     n_chains, n_runs = failed.shape[0], ranks.shape[0]
     for g in range(n_gen):
         nf = 0
@@ -67,7 +67,8 @@ def run_block(n_gen, first_gen, swapfreq, row0, draws, head, pars, tail, pri, sm
             return HOST_MODEL, g, nf
         gen = first_gen + g
         if gen % swapfreq == 0 and ranks.shape[1] > 1:
-            swap_heats(draws[gen // swapfreq - row0], ranks, temp, nswaps, tried, sw_acc, lnl, lnpr, 0, n_runs)
+            swap_heats(draws[gen // swapfreq - row0], ranks, temp, nswaps, tried, sw_acc, lnl, lnpr, power, 0,
+                       n_runs)
             _heats(ranks, temp, heats, 0, n_runs)
     return DONE, n_gen, 0
 
@@ -127,8 +128,10 @@ class BlockRunner:
         row0 = (first - 1) // o.swapfreq + 1
         rows = last // o.swapfreq - row0 + 1 if o.nchains > 1 else 0
         draws = mc3.swap_rng.random((rows, 3 * o.nswaps * len(mc3.runs)))     # swap_all's, in its order
-        job = _Job(first, last, int(o.swapfreq), row0, draws, heats, core.decide_args(heats, o.tunefreq, o.autotune),
-                   (ranks, float(o.temp), int(o.nswaps), tried, sw_acc, core.lnl, core.lnpr), o)
+        power = float(o.power)
+        job = _Job(first, last, int(o.swapfreq), row0, draws, heats,
+                   core.decide_args(heats, o.tunefreq, o.autotune, power),
+                   (ranks, float(o.temp), int(o.nswaps), tried, sw_acc, core.lnl, core.lnpr, power), o)
         workers = min(numba.get_num_threads(), self.n_chains)
         if workers > 1:
             self._handoff(job, workers)
@@ -146,7 +149,7 @@ class BlockRunner:
         o = job.opts
         self.core.host_model(c, 0)
         evaluate_range(c, c + 1, self.core.todo[0], *self.eval)
-        self.core.finish(job.heats, o.tunefreq, o.autotune, c, c + 1)
+        self.core.finish(job.heats, o.tunefreq, o.autotune, c, c + 1, o.power)
 
     def _serial(self, job) -> None:
         """The block on this thread, generation by generation."""

@@ -17,13 +17,14 @@ DONE, BAD_LNL, HOST_MODEL = 0, 1, 2     # how a chain's generation ended
 
 
 @numba.njit(**JIT_OPTIONS)
-def swap_one(r, a, b, d2, ranks, temp, tried, accepted, lnl, lnpr):
+def swap_one(r, a, b, d2, ranks, temp, tried, accepted, lnl, lnpr, power):
     """Run r's heat swap between positions a and b (chains r n + a, r n + b) with uniform d2, as
-    mbgpu.sampler.swaps.swap_with: counts it, swaps their heat ranks when accepted."""
+    mbgpu.sampler.swaps.swap_with (lnL at `power`): counts it, swaps their heat ranks when accepted."""
     n = ranks.shape[1]
     ra, rb = ranks[r, a], ranks[r, b]
     ca, cb = r * n + a, r * n + b
-    log_r = (1.0 / (1.0 + temp * rb) - 1.0 / (1.0 + temp * ra)) * ((lnl[ca] + lnpr[ca]) - (lnl[cb] + lnpr[cb]))
+    log_r = ((1.0 / (1.0 + temp * rb) - 1.0 / (1.0 + temp * ra))
+             * ((power * lnl[ca] + lnpr[ca]) - (power * lnl[cb] + lnpr[cb])))
     ok = log_r >= 0 or math.log(d2) < log_r
     i, j = (ra, rb) if ra < rb else (rb, ra)
     tried[r, j, i] += 1

@@ -85,7 +85,7 @@ def owes_swap(c: int, state: np.ndarray, events) -> bool:
 def _swap(c, e, state, events, swap_args, heats):
     """Swap e if its other chain has reached it too; both claimed while it is done."""
     ev, u, own, count = events
-    ranks, temp, _, tried, accepted, lnl, lnpr = swap_args
+    ranks, temp, _, tried, accepted, lnl, lnpr, power = swap_args
     n = ranks.shape[1]
     r = ev[e, 1]
     q = r * n + ev[e, 2] if c != r * n + ev[e, 2] else r * n + ev[e, 3]
@@ -102,7 +102,7 @@ def _swap(c, e, state, events, swap_args, heats):
              and atomics.load(state, q * PAD + GEN) == ev[e, 0] and _pending(q, state, own, count) == e)
     if ready:
         a, b = ev[e, 2], ev[e, 3]
-        swap_one(r, a, b, u[e], ranks, temp, tried, accepted, lnl, lnpr)
+        swap_one(r, a, b, u[e], ranks, temp, tried, accepted, lnl, lnpr, power)
         heats[r * n + a] = 1.0 / (1.0 + temp * ranks[r, a])
         heats[r * n + b] = 1.0 / (1.0 + temp * ranks[r, b])
         for x in (c, q):

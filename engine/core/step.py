@@ -138,11 +138,12 @@ def _record(c, m, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_
 
 
 @numba.njit(**JIT_OPTIONS)
-def decide_all(rng, heat, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, n_tips, brl_kind,
+def decide_all(rng, heat, power, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, n_tips, brl_kind,
                brl_args, topology, lnl, lnpr, best, brl, pterm, pterm_new, div_lnl, div_lnl_p, todo, move_of,
                log_h, moved, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target,
                is_alpha, mparam, c0, c1):
     """Each chain c0 <= c < c1: the proposal's log prior and likelihood, accept or reject, count and tune.
+    `power`: the likelihood's power in the acceptance (stepping-stone's step; 1.0 in mcmc, exact then).
     Returns -1, or the first chain whose proposal has a NaN or +inf log likelihood (an error)."""
     n_div = div_lnl.shape[0]
     for c in range(c0, c1):
@@ -165,7 +166,7 @@ def decide_all(rng, heat, parent, kids, brlen, theta, parent_p, kids_p, brlen_p,
         new_lnpr = new_brl + topology
         for j in range(pterm.shape[1]):
             new_lnpr += pterm_new[c] if j == k else pterm[c, j]
-        log_r = heat[c] * ((new_lnl - lnl[c]) + (new_lnpr - lnpr[c])) + log_h[c]
+        log_r = heat[c] * (power * (new_lnl - lnl[c]) + (new_lnpr - lnpr[c])) + log_h[c]
         ok = new_lnl > -math.inf and new_lnpr > -math.inf
         if ok and log_r < 0.0:
             ok = math.log(uniform(rng[c])) < log_r

@@ -127,7 +127,7 @@ class CoreStepper:
             self._heats = ([list(rank) for rank in ranks], temp, heats)
         return heats
 
-    def step(self, heats: np.ndarray, tunefreq: int, autotune: bool) -> None:
+    def step(self, heats: np.ndarray, tunefreq: int, autotune: bool, power: float = 1.0) -> None:
         """One generation of every chain. On a GPU the chains go in `groups`: each group's likelihoods
         are launched as soon as it has proposed, so the device computes one group while the host
         proposes the next and decides the one before; and group 0 proposes its next generation as soon
@@ -140,15 +140,15 @@ class CoreStepper:
             numba.set_num_threads(self.pars_threads)       # hold them once a generation (~14 us a call)
             self.held = True
             try:
-                self._groups(heats, tunefreq, autotune, n, k)
+                self._groups(heats, tunefreq, autotune, n, k, power)
             finally:
                 self.held = False
                 numba.set_num_threads(self.threads)
         else:
-            self._groups(heats, tunefreq, autotune, n, k)
+            self._groups(heats, tunefreq, autotune, n, k, power)
         self.publish()
 
-    def _groups(self, heats: np.ndarray, tunefreq: int, autotune: bool, n: int, k: int) -> None:
+    def _groups(self, heats: np.ndarray, tunefreq: int, autotune: bool, n: int, k: int, power: float) -> None:
         """step's generation in k groups of chains (see step)."""
         bounds = [n * g // k for g in range(k + 1)]
         tickets = []
@@ -162,13 +162,13 @@ class CoreStepper:
             c0, c1 = bounds[g], bounds[g + 1]
             for d, ticket in zip(self.divisions, tickets[g]):
                 d.collect(ticket)
-            self.finish(heats, tunefreq, autotune, c0, c1)
+            self.finish(heats, tunefreq, autotune, c0, c1, power)
             if g == 0 and k > 1:
                 self.ahead = self._start(c0, c1, 0)
 
-    def finish(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int) -> None:
+    def finish(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int, power: float = 1.0) -> None:
         """Chains c0..c1-1, their likelihoods computed: decide, keep what was accepted, note their streams."""
-        self._decide(heats, tunefreq, autotune, c0, c1)
+        self._decide(heats, tunefreq, autotune, c0, c1, power)
         for d in self.divisions:
             d.keep(self.accepted, c0, c1)
         self.rng_out[c0:c1] = self.rng[c0:c1]
@@ -201,19 +201,19 @@ class CoreStepper:
             if held:
                 numba.set_num_threads(self.threads)
 
-    def decide_args(self, heats: np.ndarray, tunefreq: int, autotune: bool) -> tuple:
+    def decide_args(self, heats: np.ndarray, tunefreq: int, autotune: bool, power: float = 1.0) -> tuple:
         """step.decide_all's arguments but the chain range."""
         t, mv = self.trees, self.moves
-        return (self.rng, heats, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
+        return (self.rng, heats, float(power), t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
                 self.theta_p, self.n_tips, self.brl_kind, self.brl_args, self.topology, self.lnl, self.lnpr,
                 self.best, self.brl, self.pterm, self.pterm_new, self.div_lnl, self.div_lnl_p, self.todo,
                 self.move_of, self.log_h, self.moved, self.accepted, tunefreq, autotune, mv.counts, mv.last_rate,
                 mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha, mv.param)
 
-    def _decide(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int) -> None:
+    def _decide(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int, power: float) -> None:
         """Chains c0..c1-1 accept or reject (step.decide_all); a proposal whose log likelihood is not a
         number stops the run with its move's name."""
-        bad = decide_all(*self.decide_args(heats, tunefreq, autotune), c0, c1)
+        bad = decide_all(*self.decide_args(heats, tunefreq, autotune, power), c0, c1)
         if bad >= 0:
             self.proposal_error(bad)
 

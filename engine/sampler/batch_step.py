@@ -310,13 +310,13 @@ def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
     held = runs[0][0]._core                 # the compiled core, once built: no per-chain Python below
     if held is not None:
         core = held[0]
-        core.step(core.heats_for(ranks, opts.temp), opts.tunefreq, opts.autotune)
+        core.step(core.heats_for(ranks, opts.temp), opts.tunefreq, opts.autotune, opts.power)
         return
     chains = [c for run in runs for c in run]
     heats = [heat(rank[pos], opts.temp) for run, rank in zip(runs, ranks) for pos in range(len(run))]
     core = core_for(chains)
     if core is not None:
-        core.step(np.array(heats), opts.tunefreq, opts.autotune)
+        core.step(np.array(heats), opts.tunefreq, opts.autotune, opts.power)
         return
     k = max(1, min(groups or pipeline_groups(), len(chains)))
     bounds = [len(chains) * g // k for g in range(k + 1)]
@@ -330,7 +330,7 @@ def step_generation(runs, ranks, opts, groups: int | None = None) -> None:
         ready = [chains[i].prepare_step(pending[i]) for i in span]     # host work while the device runs
         collect_chains(tickets[g])
         for i, p in zip(span, ready):
-            chains[i].end_step(p, heats[i], opts.tunefreq, opts.autotune)
+            chains[i].end_step(p, heats[i], opts.tunefreq, opts.autotune, opts.power)
 
 
 class PartFactory:

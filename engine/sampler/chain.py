@@ -161,13 +161,13 @@ class Chain:
         return pf.total(brlens, pf.topology(tree.n_tips), terms), (tree, values, brlens, terms)
 
     # -- one step ----------------------------------------------------------------------------
-    def step(self, heat: float, tunefreq: int, autotune: bool) -> None:
+    def step(self, heat: float, tunefreq: int, autotune: bool, power: float = 1.0) -> None:
         """Pick a move by weight, propose, accept or reject (restoring caches on rejection)."""
         from mbgpu.sampler.batch_step import flush_chains
 
         pending = self.begin_step()
         flush_chains([self])
-        self.end_step(pending, heat, tunefreq, autotune)
+        self.end_step(pending, heat, tunefreq, autotune, power)
 
     def begin_step(self):
         """Pick a move and propose; the likelihood work is queued (batched) or done (per-chain path)."""
@@ -183,8 +183,9 @@ class Chain:
             return pending
         return move, got, self._log_prior(got[0], got[1])
 
-    def end_step(self, pending, heat: float, tunefreq: int, autotune: bool) -> None:
-        """After the flush: accept or reject the proposal of begin_step() (or of prepare_step())."""
+    def end_step(self, pending, heat: float, tunefreq: int, autotune: bool, power: float = 1.0) -> None:
+        """After the flush: accept or reject the proposal of begin_step() (or of prepare_step()); the
+        likelihood ratio at `power` (a stepping-stone step's; 1.0, exact, in mcmc)."""
         move, got, prior = pending
         if got is None:
             record(move, False, tunefreq, autotune)
@@ -195,7 +196,7 @@ class Chain:
             raise ModelError("a proposal of %s gave log likelihood %s (run %d, chain %d)"
                              % (move.name, lnl, self.run + 1, self.index + 1))
         lnpr, terms = prior if prior is not None else self._log_prior(tree, values)
-        log_r = heat * ((lnl - self.lnl) + (lnpr - self.lnpr)) + log_h
+        log_r = heat * (power * (lnl - self.lnl) + (lnpr - self.lnpr)) + log_h
         accepted = lnl > -math.inf and lnpr > -math.inf and (log_r >= 0 or math.log(self.rng.random()) < log_r)
         for p in touched:
             (p.inc.accept if accepted else p.inc.reject)()

@@ -42,6 +42,7 @@ class RunOptions:
     stopval: float
     printall: bool = True
     printmax: int = 8
+    power: float = 1.0    # the likelihood's power in every acceptance: a stepping-stone step's (ss), else 1.0
 
     @classmethod
     def from_settings(cls, m: dict) -> "RunOptions":
@@ -68,6 +69,7 @@ class MC3:
         self.after_generation = None  # callable(mc3, gen) -> True to stop (checkpoints, stop signals)
         self.hook_every = 0           # after_generation must run at multiples of this (0: at block ends only)
         self.block_len = 8            # the next compiled block's length at most (sized to BLOCK_SECONDS)
+        self.stepping = None          # an ss run's mbgpu.sampler.ss_tracker.SteppingStone
 
     def cold(self, run: int):
         return self.runs[run][self.ranks[run].index(0)]
@@ -78,6 +80,8 @@ class MC3:
         if first == 0:  # a continuation (gen > 0, restored from a checkpoint) has sampled it already
             self.sink.sample(0, self)
             self.console.print(chain_line(0, self.runs, self.ranks, None, o.printall, o.printmax))
+            if self.stepping is not None:
+                self.stepping.begin(self)
         blocks, gen = None, self.gen
         while gen < o.ngen:
             gen += 1
@@ -101,7 +105,9 @@ class MC3:
             if gen % o.printfreq == 0:
                 left = (time.time() - start) / (gen - first) * (o.ngen - gen)
                 self.console.print(chain_line(gen, self.runs, self.ranks, hms(left), o.printall, o.printmax))
-            if o.mcmcdiagn and gen % o.diagnfreq == 0:
+            if self.stepping is not None:
+                self._stepping(gen)
+            elif o.mcmcdiagn and gen % o.diagnfreq == 0:
                 stat = self.sink.diagnose(gen, self)
                 if stat is not None and o.stoprule and stat <= o.stopval:
                     self.console.print("%sStopping: the diagnostic %.6f is below stopval %.3f" % (IND, stat, o.stopval))
@@ -110,6 +116,21 @@ class MC3:
                 break
         self.elapsed = time.time() - start
         return self.gen
+
+    def _stepping(self, gen: int) -> None:
+        """An ss run's diagnostics (also at its steps' ends; no stop rule) and step bookkeeping."""
+        o, ss = self.opts, self.stepping
+        if o.mcmcdiagn and (gen % o.diagnfreq == 0 or ss.diagnoses(gen)):
+            show = ss.shows(gen)
+            if show and o.nruns > 1:
+                self.console.print("")
+            self.sink.diagnose(gen, self, show=show)
+            if show and o.nruns > 1:
+                ss.note_split_stat(gen, self.sink.splits)
+                if gen < o.ngen - o.printfreq:
+                    self.console.print("")
+        if gen % o.samplefreq == 0:
+            ss.after_sample(gen, self)
 
     def _block_end(self, gen: int) -> int:
         """The last generation of a compiled block from `gen`: the first at which the loop has something
@@ -138,7 +159,7 @@ class MC3:
         i = 0
         for r, chains in enumerate(self.runs):
             for _ in range(o.nswaps):
-                swap_with(chains, self.ranks[r], o.temp, draws[i:i + 3], self.swaps[r])
+                swap_with(chains, self.ranks[r], o.temp, draws[i:i + 3], self.swaps[r], o.power)
                 i += 3
 
     def summary(self) -> list[str]:
@@ -147,6 +168,8 @@ class MC3:
         for r in range(len(self.runs)):
             lines.append('%sLikelihood of best state for "cold" chain of run %d was %.2f'
                          % (IND, r + 1, max(c.best_lnl for c in self.runs[r])))
+        if self.stepping is not None:
+            lines += self.stepping.summary_lines()
         for r in range(len(self.runs)):
             lines += [""] + acceptance_table(r + 1, self.cold(r).moves)
         if self.opts.nchains > 1:

@@ -87,9 +87,13 @@ class FileSink:
             self.t[r].tree(gen, newick_of(c.tree, self.sci, self.prec, self.settings.outgroup))
             self.splits.add_tree(r, c.tree)
 
-    def diagnose(self, gen: int, mc3):
+    def diagnose(self, gen: int, mc3, show: bool = True):
+        """The split-frequency statistic on the screen and a .mcmc row; show=False (an ss step's burn-in):
+        the row repeats the last statistic, as MrBayes' does."""
         stat = None
-        if self.opts.nruns > 1:
+        if self.opts.nruns > 1 and not show:
+            stat = self.last_stat if self.last_stat is not None else 0.0
+        elif self.opts.nruns > 1:
             avg, mx = self.splits.asdsf()
             stat = 0.0 if math.isnan(avg) else avg
             if self.settings.mcmc.get("Diagnstat") == "Maxstddev":

@@ -30,12 +30,13 @@ def draw_pair(rng: np.random.Generator, nchains: int) -> tuple[int, int]:
     return a, b + (b >= a)
 
 
-def try_swap(chains, ranks: list[int], temp: float, rng, table: SwapTable) -> bool:
-    """One heat swap between two positions of a run; updates `ranks` (position -> heat rank)."""
-    return swap_with(chains, ranks, temp, rng.random(3).tolist(), table)
+def try_swap(chains, ranks: list[int], temp: float, rng, table: SwapTable, power: float = 1.0) -> bool:
+    """One heat swap between two positions of a run; updates `ranks` (position -> heat rank). `power`:
+    the likelihood's power (a stepping-stone step's; 1.0 in mcmc), as MrBayes' AttemptSwap."""
+    return swap_with(chains, ranks, temp, rng.random(3).tolist(), table, power)
 
 
-def swap_with(chains, ranks: list[int], temp: float, draws, table: SwapTable) -> bool:
+def swap_with(chains, ranks: list[int], temp: float, draws, table: SwapTable, power: float = 1.0) -> bool:
     """try_swap with its three uniforms given (draw_pair's two, then the acceptance draw): a caller
     draws every swap of a generation at once (the same values, in the same order, as one at a time)."""
     n = len(chains)
@@ -44,7 +45,7 @@ def swap_with(chains, ranks: list[int], temp: float, draws, table: SwapTable) ->
     b += b >= a
     ra, rb = ranks[a], ranks[b]
     ca, cb = chains[a], chains[b]
-    log_r = (heat(rb, temp) - heat(ra, temp)) * ((ca.lnl + ca.lnpr) - (cb.lnl + cb.lnpr))
+    log_r = (heat(rb, temp) - heat(ra, temp)) * ((power * ca.lnl + ca.lnpr) - (power * cb.lnl + cb.lnpr))
     accepted = log_r >= 0 or math.log(draws[2]) < log_r
     i, j = (ra, rb) if ra < rb else (rb, ra)
     table.tried[j][i] += 1

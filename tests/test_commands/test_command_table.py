@@ -89,6 +89,13 @@ for _p in ("Tratio", "Revmat", "Statefreq", "Shape", "Pinvar", "Ratemultiplier")
     EVIDENCE[("link", _p)] = EVIDENCE[("unlink", _p)] = _ORACLE_PRIOR
 for _key in [k for k in EVIDENCE if k[0] == "mcmc"]:
     EVIDENCE[("mcmcp", _key[1])] = EVIDENCE[_key]
+    EVIDENCE[("ss", _key[1])] = EVIDENCE[("ssp", _key[1])] = EVIDENCE[_key]    # ss runs mcmc's sampler
+_SS = "test_sampler/test_stepping_stone.py::test_ss_file_and_screen_lines_match_mrbayes"
+for _p in ("Alpha", "Burninss", "Nsteps", "Fromprior", "Append"):
+    EVIDENCE[("ss", _p)] = EVIDENCE[("ssp", _p)] = _SS
+for _p in ("Allruns", "Relburnin", "Burnin", "Burninfrac", "Discardfrac", "Filename", "Nruns", "Steptoplot",
+           "Smoothing"):
+    EVIDENCE[("sumss", _p)] = "test_summary/test_sumss.py::test_sumss_matches_mrbayes_on_its_files"
 
 # Options that do not change an analysis in MrBayes either: BEAGLE's resource and threading choices, and
 # the questions MrBayes asks at an interactive prompt that mbgpu does not ask (it behaves as `mb FILE` does).
@@ -99,6 +106,7 @@ INERT = {
     ("set", "Beaglefloattips"): "BEAGLE's tip storage: speed only",
     ("set", "Autoclose"): "interactive question after mcmc; `mb FILE` never asks, nor does mbgpu",
     ("set", "Autoreplace"): "interactive question before overwriting; `mb FILE` never asks, nor does mbgpu",
+    ("sumss", "Askmore"): "MrBayes' interactive menu after sumss (more tables and plots); mbgpu never asks",
 }
 
 # A value for each refused option that the table accepts syntactically (priors need arguments).
@@ -181,7 +189,7 @@ def test_refused_options_say_not_supported_yet_at_the_value(tmp_path, name, p):
 
 
 @pytest.mark.parametrize("command", [
-    "ctype irreversible: 1-3;", "ctype dollo: all;", "ss;",
+    "ctype irreversible: 1-3;", "ctype dollo: all;",
 ])
 def test_refused_commands(tmp_path, command):
     with pytest.raises(NotImplementedYet, match="is not supported yet"):

@@ -16,7 +16,7 @@ from mbgpu.errors import CommandError, NotImplementedYet
 from tests.helpers import DNA4, interp_for
 from tests.test_commands.test_prior_checks import BAD as PRIOR_BAD
 
-COMMANDS = ("set", "lset", "prset", "mcmc", "sump", "sumt")
+COMMANDS = ("set", "lset", "prset", "mcmc", "sump", "sumt", "ssp", "sumss")
 BIG = "99999999999999999999999"
 
 # (command, option=value, part of the message); mcmcp stands for mcmc (same table, no run)
@@ -84,6 +84,16 @@ BAD = [
     ("sumt", "minpartfreq=1.1", "minpartfreq=1.1 is out of range: it must be in [0, 1]"),
     ("sumt", "minpartfreq=-inf", "minpartfreq=-inf: it must be a finite number"),
     ("sumt", "minbrparamfreq=1.1", "minbrparamfreq=1.1 is out of range"),
+    ("ssp", "alpha=0", "alpha=0: it must be greater than 0"),
+    ("ssp", "alpha=-0.5", "alpha=-0.5: it must be greater than 0"),
+    ("ssp", "nsteps=0", "nsteps=0 is out of range: it must be in [1, 2147483647]"),
+    ("ssp", "burninss=" + BIG, "burninss=99999999999999999999999 is out of range"),
+    ("sumss", "burnin=-1", "burnin=-1 is out of range"),
+    ("sumss", "burninfrac=0.6", "burninfrac=0.6 is out of range: it must be in [0.01, 0.5]"),
+    ("sumss", "discardfrac=1.5", "discardfrac=1.5 is out of range: it must be in [0, 1]"),
+    ("sumss", "nruns=0", "nruns=0 is out of range"),
+    ("sumss", "steptoplot=-1", "steptoplot=-1 is out of range"),
+    ("sumss", "smoothing=-1", "smoothing=-1 is out of range"),
 ]
 
 # values at MrBayes' bounds that must be accepted (mcmcp stores them without running)
@@ -123,6 +133,7 @@ def test_a_bad_value_is_refused_where_it_is_read(tmp_path, command, assignment, 
 def test_every_numeric_option_has_a_bad_row():
     """Guard: a numeric option added to the table without a row above fails here."""
     covered = {("mcmc" if c == "mcmcp" else c, a.split("=")[0]) for c, a, _ in BAD}
+    covered |= {("ssp", o) for c, o in covered if c == "mcmc"}        # ss/ssp share mcmc's parameters
     options = {(c, p.name.lower()) for c in COMMANDS for p in _numeric(c)}
     assert options - covered == set()
 

@@ -228,8 +228,8 @@ def test_compiled_swaps_are_the_loops_swaps(seed):
     tried, acc = np.zeros((nruns, n, n), dtype=np.int64), np.zeros((nruns, n, n), dtype=np.int64)
     for _ in range(4):
         d = a.random(3 * nswaps * nruns)                    # one generation's draws; each run on its own
-        block.swap_heats(d, arr, temp, nswaps, tried, acc, lnl, lnpr, 1, 2)
-        block.swap_heats(d, arr, temp, nswaps, tried, acc, lnl, lnpr, 0, 1)
+        block.swap_heats(d, arr, temp, nswaps, tried, acc, lnl, lnpr, 1.0, 1, 2)
+        block.swap_heats(d, arr, temp, nswaps, tried, acc, lnl, lnpr, 1.0, 0, 1)
         draws = b.random(3 * nswaps * nruns).tolist()
         for r in range(nruns):
             chains = [Chain(lnl[r * n + p], lnpr[r * n + p]) for p in range(n)]

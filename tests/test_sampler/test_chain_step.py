@@ -21,8 +21,8 @@ def test_cached_prior_equals_full_prior_every_step(tmp_path, monkeypatch, interp
     checked = []
     end_step = Chain.end_step
 
-    def checking(self, pending, heat, tunefreq, autotune):
-        end_step(self, pending, heat, tunefreq, autotune)
+    def checking(self, pending, heat, tunefreq, autotune, power=1.0):
+        end_step(self, pending, heat, tunefreq, autotune, power)
         assert self.lnpr == self.prior_fn(self.tree, self.values)
         checked.append(pending[0].name)
 

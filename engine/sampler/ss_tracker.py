@@ -1,0 +1,154 @@
+"""What an ss run does between generations (MC3.stepping): each step's likelihood power, the samples'
+contributions to the marginal likelihood, the `.ss` file, the step lines on the screen and the summary,
+as MrBayes 3.2.7a's RunChain does them (see mbgpu.sampler.stepping_stone for the method).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mbgpu.output.linefile import LineFile
+from mbgpu.sampler.screen import IND
+from mbgpu.sampler.stepping_stone import SsPlan, log_mean_exp
+from mbgpu.summary.plots import single_plot
+
+LEGEND = [
+    "[LEGEND: The file contains statistics on the Steppingstone Sampling.]",
+    "[ID: %s]",
+    "[   Step                --  Index of the step ]",
+    "[   Power               --  At each step we sample from the distribution with density (Likelihood^Power)*Prior ]",
+    "[   runX                --  Contribution to the marginal log likelihood of run X, i.e. marginal log likelihood "
+    "for run X is the sum across all steps in column runX.   ]",
+]
+SPLIT_LEGEND = ("[   %sSplitX             --  %s standard deviation of split frequencies of tree X. -2.0 is printed if "
+                "no diagnostics was requested. -1.0 is printed if there were no splits with frequency above minimum.]")
+
+
+def ss_header(stamp, nruns: int, maxstddev: bool) -> str:
+    """The `.ss` file's legend and column line (MrBayes' words, byte for byte)."""
+    lines = list(LEGEND)
+    lines[1] = lines[1] % stamp
+    tag, word = ("m", "Maximal") if maxstddev else ("a", "Average")
+    lines.append(SPLIT_LEGEND % (tag, word))
+    cols = ["Step", "Power"] + ["run%d" % (r + 1) for r in range(nruns)] + ["%sSplit0" % tag]
+    return "\n".join(lines + ["\t".join(cols)]) + "\n"
+
+
+class StepAccumulator:
+    """One run's mean of L^length over a step's samples, kept as MrBayes keeps it: a sum of
+    exp(lnL length - scaler), the scaler moved up when a term would overflow."""
+
+    def __init__(self, lnl: float, length: float):
+        self.length, self.scaler, self.sum, self.count = length, lnl * length, 0.0, 0
+
+    def add(self, lnl: float) -> None:
+        x = lnl * self.length
+        if x > self.scaler + 200.0:
+            self.sum /= math.exp(x - 100.0 - self.scaler)
+            self.scaler = x - 100.0
+        self.sum += math.exp(x - self.scaler)
+        self.count += 1
+
+    def log_mean(self) -> float:
+        return math.log(self.sum / self.count) + self.scaler if self.count else -math.inf
+
+
+class SteppingStone:
+    """The ss side of an MC3 run: `begin` before generation 1, `after_sample` at every sampled generation
+    (after the diagnostics), `summary_lines` for the end."""
+
+    def __init__(self, plan: SsPlan, nruns: int, stem: str, stamp, console, diagnose: bool, maxstddev: bool):
+        """`stem`: the output stem (the file is STEM.ss); `diagnose`: mcmcdiagn=yes."""
+        self.plan, self.nruns, self.console, self.stem = plan, nruns, console, stem
+        path = stem + ".ss"
+        self.diag, self.diag_plot, self.maxstddev = diagnose and nruns > 1, diagnose, maxstddev
+        self.fh = LineFile(path, "the stepping-stone statistics")
+        self.fh.write(ss_header(stamp, nruns, maxstddev))
+        self.path = path
+        self.step = 1
+        self.marginal = [0.0] * nruns
+        self.split_stat = [0.0] * plan.nsteps
+        self.acc: list[StepAccumulator] = []
+
+    # -- the loop's hooks ------------------------------------------------------------------------------
+    def begin(self, mc3) -> None:
+        """Step 1's power and accumulators (burn-in runs at step 1's power, as in MrBayes)."""
+        p = self.plan
+        mc3.opts.power = p.power(1)
+        self.acc = [StepAccumulator(mc3.cold(r).lnl, p.length(1)) for r in range(self.nruns)]
+        if self.diag and p.burnin_samples == 0:
+            mc3.sink.splits.first_kept = 1     # MrBayes drops generation 0 from the diagnostics
+        if p.burnin_samples == 0:
+            self.console.print("")
+            self.console.print(IND + "Sampling step 1 out of %d steps..." % p.nsteps)
+            self.console.print("")
+
+    def diagnoses(self, gen: int) -> bool:
+        """MrBayes also diagnoses at the end of the burn-in and of every step."""
+        return gen == self.plan.burnin_gens or self.plan.step_end(gen)
+
+    def shows(self, gen: int) -> bool:
+        """The split frequencies are computed and printed only past a step's own burn-in."""
+        p = self.plan
+        return gen > p.burnin_gens and p.position(gen) > p.step_burnin_gens
+
+    def after_sample(self, gen: int, mc3) -> None:
+        p = self.plan
+        if p.in_sample(gen):
+            for r, a in enumerate(self.acc):
+                a.add(mc3.cold(r).lnl)
+        if self.diag and gen >= p.burnin_gens and p.position(gen) == p.step_burnin_gens:
+            mc3.sink.splits.first_kept = gen // p.samplefreq + 1    # the diagnostics see this step only
+        if gen == p.burnin_gens and gen > 0:
+            self.console.print("")
+            self.console.print(IND + "Sampling step 1 out of %d steps..." % p.nsteps)
+            self.console.print("")
+        elif p.step_end(gen):
+            self._end_step(gen, mc3)
+
+    def _end_step(self, gen: int, mc3) -> None:
+        """The step's line of the .ss file; the next step's power and accumulators."""
+        p, k = self.plan, self.step
+        values = [a.log_mean() for a in self.acc]
+        split = "\t%.6f" % self.split_stat[k - 1] if self.diag else "\t-2.0"
+        self.fh.write("%3d\t%.4f%s%s\n" % (k, p.power(k), "".join("\t%.6f" % v for v in values), split))
+        self.fh.flush()
+        for r, v in enumerate(values):
+            self.marginal[r] += v
+        if k < p.nsteps:
+            self.step = k + 1
+            mc3.opts.power = p.power(k + 1)
+            self.acc = [StepAccumulator(mc3.cold(r).lnl, p.length(k + 1)) for r in range(self.nruns)]
+            self.console.print(IND + "Sampling step %d out of %d steps..." % (k + 1, p.nsteps))
+            self.console.print("")
+
+    def note_split_stat(self, gen: int, splits) -> None:
+        """The step's split-frequency statistic (-1.0: no split above minpartfreq), for the .ss file."""
+        avg, mx = splits.asdsf()
+        value = -1.0 if math.isnan(avg) else (mx if self.maxstddev else avg)
+        self.split_stat[self.plan.step_of(gen) - 1] = value
+
+    def close(self) -> None:
+        self.fh.close()
+
+    # -- the end ---------------------------------------------------------------------------------------
+    def summary_lines(self) -> list[str]:
+        """The marginal likelihoods of the runs, their mean, and the plot of the split statistic."""
+        p = self.plan
+        out = ["", IND + "Marginal likelihood (in natural log units) estimated using stepping-stone sampling based on",
+               IND + "%d steps with %d generations (%d samples) within each step. " % (p.nsteps, p.step_gens,
+                                                                                     p.step_gens // p.samplefreq),
+               "", IND + "    Run   Marginal likelihood (ln)", IND + "    ------------------------------"]
+        out += [IND + "    %3d    %9.2f   " % (r + 1, v) for r, v in enumerate(self.marginal)]
+        out.append(IND + "    ------------------------------")
+        if self.nruns > 1:
+            out += [IND + "    Mean:  %9.2f" % log_mean_exp(self.marginal), ""]
+        out.append(IND + "More statistics on stepping-stone sampling is dumped to %s.ss file." % self.stem)
+        if self.diag_plot:
+            word = "max" if self.maxstddev else "average"
+            out += ["", "   Plot of %s standard deviation of split frequencies across steps." % word,
+                    "   Points at -1.0 (y-axis) indicate that there were no splits",
+                    "   above minimum frequency for corresponding step."]
+            out += single_plot(np.arange(1, p.nsteps + 1, dtype=float), np.array(self.split_stat))[1:]
+        return out

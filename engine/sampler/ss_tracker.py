@@ -44,8 +44,8 @@ class StepAccumulator:
 
     def add(self, lnl: float) -> None:
         x = lnl * self.length
-        if x > self.scaler + 200.0:
-            self.sum /= math.exp(x - 100.0 - self.scaler)
+        if x > self.scaler + 200.0:          # MrBayes divides by exp(x - 100 - scaler), which may be inf
+            self.sum *= math.exp(self.scaler - (x - 100.0))     # in C (sum becomes 0): the same, no overflow
             self.scaler = x - 100.0
         self.sum += math.exp(x - self.scaler)
         self.count += 1

@@ -164,3 +164,17 @@ def test_ssp_sets_without_running_and_ss_shares_mcmc_settings(tmp_path):
     assert s.ss == {"Alpha": 0.3, "Burninss": 2, "Nsteps": 7, "Fromprior": "Yes"}
     assert s.mcmc["Ngen"] == 500 and "Nsteps" not in s.mcmc
     assert not (tmp_path / "in.nex.ss").exists()
+
+
+def test_step_accumulator_survives_a_far_better_sample():
+    """A step that starts thousands of log units below its later samples (a cold start): MrBayes' shift of
+    the scaler overflows exp() in Python if taken literally; the mean stays the log-mean-exp."""
+    from scipy.special import logsumexp
+
+    from mbgpu.sampler.ss_tracker import StepAccumulator
+    lnls = [-9000.0, -5000.0, -4990.0, -4995.5]
+    acc = StepAccumulator(lnls[0], 0.8)
+    for x in lnls:
+        acc.add(x)
+    want = logsumexp(0.8 * np.array(lnls)) - np.log(len(lnls))
+    assert acc.log_mean() == pytest.approx(want, abs=1e-9)

@@ -12,7 +12,7 @@ from mbgpu import constraints
 from mbgpu.commands import helptext
 from mbgpu.commands.params import PriorValue, resolve
 from mbgpu.commands.char_cmds import do_charstat, do_ctype, take_ctypes
-from mbgpu.commands.taxa_cmds import do_constraint, do_delete, do_taxset
+from mbgpu.commands.taxa_cmds import do_constraint, do_delete, do_taxastat, do_taxset
 from mbgpu.commands.values import Assignment, parse_assignments
 from mbgpu.analysis import adopt_run_count, run_mcmc
 from mbgpu.deleted_taxa import analysis_settings
@@ -418,6 +418,7 @@ _HANDLERS = {
     "Taxset": lambda i, s, c: _with_data(do_taxset, i, s, c),
     "Constraint": lambda i, s, c: _with_data(do_constraint, i, s, c),
     "Delete": lambda i, s, c: _with_data(do_delete, i, s, c),
+    "Taxastat": lambda i, s, c: _with_data(do_taxastat, i, s, c),
     "Restore": lambda i, s, c: _with_data(do_delete, i, s, c),
 }
 

@@ -293,6 +293,7 @@ def build_table() -> dict[str, CommandSpec]:
         CommandSpec("Ctype", "sets character types: unordered or ordered (dollo and irreversible are not supported "
                     "yet)", [], "ctype unordered|ordered: 1-10 NAME ...;"),
         CommandSpec("Charstat", "shows the status of the characters", [], "charstat;"),
+        CommandSpec("Taxastat", "shows the status of the taxa (included, constraints, outgroup)", [], "taxastat;"),
         CommandSpec("Usertree", "deprecated in MrBayes: define the tree in a trees block and use startvals", [],
                     "usertree = TREE;"),
         CommandSpec("Include", "includes excluded characters again", [], "include 1-10 NAME ...|all;"),
@@ -325,6 +326,5 @@ _NOT_YET = [
 ("Root", "roots user tree"), ("Showbeagle", "backend resources"),
     ("Showmatrix", "shows the matrix"), ("Showmcmctrees", "shows MCMC trees"), ("Showmoves", "shows moves"),
     ("Showparams", "shows parameters"), ("Showusertrees", "shows user trees"),
-    ("Taxastat", "taxon status"),
     ("Version", "program version"),
 ]

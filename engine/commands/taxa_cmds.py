@@ -52,3 +52,41 @@ def do_delete(interp, spec, cmd) -> None:
     s.deleted = deleted
     interp.console.print("   %s taxa: %d of %d included" % ("Excluding" if spec.name == "Delete" else "Restoring",
                                                             left, s.matrix.ntax))
+
+
+_SP = "   "    # MrBayes' spacer inside an executed file: the lines below are its own, byte for byte
+_MARK = {"hard": ("*", "*"), "partial": ("+", "-"), "negative": ("#", "#")}
+
+
+def do_taxastat(interp, spec, cmd) -> None:
+    """`taxastat;` in MrBayes' layout: included or deleted, each constraint's membership, the outgroup."""
+    s, out = interp.settings, interp.console.print
+    taxa, cons = s.matrix.taxa, list(s.constraints.values())
+    width = max(len(t) for t in taxa)
+    included = len(taxa) - len(s.deleted)
+    out("%s   Showing taxon status:\n" % _SP)
+    out("%s     Number of taxa        = %d (%s)" % (_SP, len(taxa), "all of which are included" if not s.deleted
+                                                    else "of which %d are included" % included))
+    out("%s     Number of constraints = %d\n" % (_SP, len(cons)))
+    if cons:
+        for j, c in enumerate(cons, 1):
+            out("%s     %2d -- Trees with '%s' constraint \"%s\" are infinitely" % (_SP, j, c.kind, c.name))
+            out("%s           more probable than those without " % _SP)
+        out("")
+        out(" " * width + "                             Constraints")
+    out("%s     Taxon  %s   Inclusion   %s" % (_SP, " " * width, "".join(" %2d" % j for j in range(1, len(cons) + 1))))
+    out("%s   -------%s--------------%s" % (_SP, "-" * width, ("----" + "---" * len(cons)) if cons else ""))
+    for i, name in enumerate(taxa):
+        marks = "".join("  " + (_MARK[c.kind][0] if i in c.taxa else _MARK[c.kind][1] if i in c.other else ".")
+                        for c in cons)
+        out("%s %s%4d (%s) %s -- %s    %s" % (_SP, "->" if i == s.outgroup else "  ", i + 1, name,
+                                           " " * (width - len(name)), "Deleted " if i in s.deleted else "Included",
+                                           marks))
+    out("")
+    for line in ("'.' indicate that the taxon is not present in the constraint. ",
+                 "'*' indicate that the taxon is present in the 'hard' constraint. ",
+                 "'+' indicate that the taxon is present in the first groupe of 'partial' constraint. ",
+                 "'-' indicate that the taxon is present in the second groupe of 'partial' constraint. ",
+                 "'#' indicate that the taxon is present in the 'negative' constraint. ",
+                 "Arrow indicates current outgroup. "):
+        out("%s   %s" % (_SP, line))

@@ -104,3 +104,26 @@ def test_hymfossil_runs_to_its_clock_prior(shared_data, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(NotImplementedYet, match="brlenspr=Clock:Fossilization is not supported yet"):
         Interpreter(Console(io.StringIO())).run_file(str(shared_data / "mrbayes" / "hymfossil.nex"))
+
+
+@pytest.mark.parametrize("commands", [
+    "constraint c1 = Homo_sapiens Pan Gorilla; constraint c2 partial = Homo_sapiens Pan : Lemur_catta "
+    "Tarsius_syrichta; constraint c3 negative = M_mulatta M_sylvanus; outgroup Pongo; delete 2;",
+    "",
+], ids=["constraints-deleted-outgroup", "plain"])
+def test_taxastat_like_mrbayes(commands, mb_double, tmp_path):
+    """MrBayes' DoTaxaStat table line for line: inclusion, each constraint's members, the outgroup arrow."""
+    import subprocess
+    (tmp_path / "data.nex").write_text(_primates())
+    (tmp_path / "cmd.nex").write_text("#NEXUS\nbegin mrbayes;\n set autoclose=yes nowarn=yes quitonerror=yes;\n"
+                                      " execute data.nex;\n %s\n taxastat;\nend;\n" % commands)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    out = io.StringIO()
+    Interpreter(Console(out)).run_file(str(tmp_path / "cmd.nex"))
+
+    def table(text: str) -> list[str]:
+        lines = text.splitlines()
+        first = next(i for i, line in enumerate(lines) if "Showing taxon status" in line)
+        last = next(i for i, line in enumerate(lines) if "Arrow indicates current outgroup" in line)
+        return lines[first:last + 1]
+    assert table(out.getvalue()) == table(done.stdout)

@@ -16,10 +16,9 @@ import math
 
 from mbgpu.charmatrix import CharacterMatrix
 from mbgpu.constraints import Constraint
-from mbgpu.errors import DataError, NotImplementedYet
+from mbgpu.errors import NotImplementedYet
 from mbgpu.settings import Settings, TreeRecord
-from mbgpu.start_state import taxon_index
-from mbgpu.tree import Tree
+from mbgpu.start_state import user_tree
 
 
 def analysis_settings(s: Settings, trees: set = frozenset(), for_run: bool = True) -> Settings:
@@ -51,14 +50,8 @@ def _pruned_trees(s: Settings, keep: list[int], extra: set) -> dict[str, TreeRec
     out = dict(s.trees)
     names = [s.matrix.taxa[i] for i in keep]
     for name in used & set(s.trees):
-        rec = s.trees[name]
-        try:
-            full = Tree.from_newick(rec.newick, taxon_index(s.matrix.taxa, rec.translate))
-        except DataError as err:
-            raise DataError("tree '%s': %s" % (name, err.message), rec.where) from None
-        if full.n_tips != s.matrix.ntax:
-            raise DataError("tree '%s' has %d taxa, the matrix %d" % (name, full.n_tips, s.matrix.ntax), rec.where)
-        out[name] = TreeRecord(name, full.keep_tips(keep).to_newick(names), {}, rec.where)
+        full = user_tree(s, name)                      # over every taxon of the matrix, checked there
+        out[name] = TreeRecord(name, full.keep_tips(keep).to_newick(names), {}, s.trees[name].where)
     return out
 
 

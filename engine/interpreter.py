@@ -41,7 +41,8 @@ class Interpreter:
 
     # -- files and text -------------------------------------------------------------------
     def run_file(self, path: str) -> None:
-        """Execute a NEXUS file (its blocks in order)."""
+        """Execute a NEXUS file: its blocks in order, and commands outside any block as MrBayes does (as
+        typed at its prompt)."""
         p = Path(path)
         if not p.is_file():
             raise InputFileError("cannot open '%s': %s" % (path, "not a file" if p.exists() else "no such file"))
@@ -57,7 +58,7 @@ class Interpreter:
         self._depth += 1
         self.console.print("   Executing file \"%s\"" % p.name)
         try:
-            for cmd in iter_commands(src, start):
+            for cmd in iter_commands(src, start, outside="mrbayes"):
                 self.execute(cmd)
         finally:
             self._depth -= 1

@@ -135,13 +135,15 @@ class _State:
     opened: bool = False  # inside a `begin NAME;` (at the prompt `begin mrbayes; ... end;` works too)
 
 
-def iter_commands(src: Source, pos: int = 0, *, in_block: str = "",
+def iter_commands(src: Source, pos: int = 0, *, in_block: str = "", outside: str = "",
                   read: frozenset = READ_BLOCKS) -> Iterator[Item]:
     """Yield every command of the text from `pos` in order, with a `BlockEvent` for each `begin`/`end`.
 
-    `in_block` names the block that text outside any `begin` belongs to ('' for files, where such
-    text is an error; 'mrbayes' for the interactive prompt). Blocks not named in `read` are skipped
-    whole (`skip_block`) and yield one event of kind 'skip'.
+    `in_block` names the block that text outside any `begin` belongs to at the interactive prompt
+    ('mrbayes'; a block may stay open there). In a file (`in_block` ''), commands outside any block
+    belong to `outside` ('mrbayes': MrBayes runs them as typed at its prompt; '': an error), and every
+    block must be closed. Blocks not named in `read` are skipped whole (`skip_block`) and yield one
+    event of kind 'skip'.
     """
     st = _State(block=in_block)
     while True:
@@ -173,6 +175,9 @@ def iter_commands(src: Source, pos: int = 0, *, in_block: str = "",
             continue
         if not tokens:
             continue  # an empty command (';;') is harmless
-        if not st.block:
+        if not st.block and not outside:
             raise src.error(tokens[0].pos, "expected 'begin NAME;' but found '%s'" % tokens[0].text)
+        if not st.block:
+            yield Command(outside, tokens, src, raw, tokens[0].pos)
+            continue
         yield Command(st.block, tokens, src, raw, st.start)

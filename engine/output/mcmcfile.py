@@ -7,6 +7,7 @@ split-frequency column; the bracketed preamble names only the kinds of column th
 """
 from __future__ import annotations
 
+import math
 from typing import TextIO
 
 _GEN = "[   Gen                --  Generation]"
@@ -90,7 +91,7 @@ class McmcFileWriter:
                 tried, acc = swaps.tried[i - 1][j - 1], swaps.accepted[i - 1][j - 1]
                 out.append("%f" % (acc / tried) if tried else "NA")
         if self.with_stddev:
-            out.append("NA" if stddev is None else "%f" % stddev)
+            out.append("NA" if stddev is None else "-nan" if math.isnan(stddev) else "%f" % stddev)
         self.stream.write("\t".join(out) + "\n")
         self.stream.flush()
 

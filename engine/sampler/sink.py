@@ -73,6 +73,7 @@ class FileSink:
                                    minpartfreq=opts.minpartfreq, relburnin=opts.relburnin,
                                    burninfrac=opts.burninfrac, burnin=opts.burnin)
         self.last_stat = None
+        self.no_splits = False
 
     def sample(self, gen: int, mc3) -> None:
         for r in range(self.opts.nruns):
@@ -94,17 +95,27 @@ class FileSink:
         if self.opts.nruns > 1 and not show:
             stat = self.last_stat if self.last_stat is not None else 0.0
         elif self.opts.nruns > 1:
-            avg, mx = self.splits.asdsf()
-            stat = 0.0 if math.isnan(avg) else avg
-            if self.settings.mcmc.get("Diagnstat") == "Maxstddev":
-                stat = mx
-                self.console.print("%sMax standard deviation of split frequencies: %f" % (IND, stat))
-            else:
-                self.console.print("%sAverage standard deviation of split frequencies: %f" % (IND, stat))
+            stat = self._split_stat()
         if self.mcmc is None:
             self._open_mcmc(mc3, "w")
         self.mcmc.row(gen, [mc3.cold(r).moves for r in range(self.opts.nruns)], mc3.swaps, stat)
         self.last_stat = stat
+        return None if self.no_splits else stat
+
+    def _split_stat(self) -> float:
+        """The statistic diagnstat names, printed as MrBayes does. Where no split reaches minpartfreq
+        MrBayes prints NA (for either statistic), writes the average as -nan and the maximum as 0, and
+        its stop rule does not fire: `no_splits` says so."""
+        avg, mx = self.splits.asdsf()
+        self.no_splits = math.isnan(avg)
+        maximum = self.settings.mcmc.get("Diagnstat") == "Maxstddev"
+        stat = mx if maximum else avg
+        if self.no_splits:
+            self.console.print("%sAverage standard deviation of split frequencies: NA (no splits above min. "
+                               "frequency)" % IND)
+        else:
+            self.console.print("%s%s standard deviation of split frequencies: %f"
+                               % (IND, "Max" if maximum else "Average", stat))
         return stat
 
     def _open_mcmc(self, mc3, mode: str) -> None:

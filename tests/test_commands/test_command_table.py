@@ -13,7 +13,7 @@ from mbgpu.commands.params import Choice, Divisions, Float, Int, Numbers, Prior,
 from mbgpu.commands.table import build_table
 from mbgpu.errors import NotImplementedYet
 from tests.conftest import TEST_DATA
-from tests.helpers import DNA4, interp_for
+from tests.helpers import DNA4, interp_for, output
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -277,3 +277,33 @@ def test_swapfreq_and_nswaps_make_as_many_swap_attempts_as_mrbayes(mb, tmp_path,
     """swapfreq=2 nswaps=3 over 40 generations: 60 attempts in MrBayes' swap table and in ours."""
     theirs, ours = _screens(mb, tmp_path, monkeypatch, "40 nruns=1 nchains=3 swapfreq=2 nswaps=3")
     assert _swap_attempts(ours) == _swap_attempts(theirs) == 60
+
+
+_NO_SPLITS = ("begin mrbayes; set seed=3 swapseed=4;\n mcmc data=no nruns=2 nchains=1 ngen=2000 samplefreq=10 "
+              "diagnfreq=1000 printfreq=1000 minpartfreq=0.5 stoprule=yes stopval=0.05 diagnstat=%s; end;\n")
+
+
+def _no_split_rows(folder: Path, stem: str) -> list[str]:
+    return [l.split("\t")[-1] for l in (folder / (stem + ".mcmc")).read_text().splitlines() if l[:1].isdigit()]
+
+
+@pytest.mark.parametrize("stat, written", [("avgstddev", "-nan"), ("maxstddev", "0.000000")])
+def test_no_split_above_minpartfreq_is_na_and_does_not_stop(tmp_path, monkeypatch, stat, written):
+    """Where no split reaches minpartfreq (the prior on 12 taxa, minpartfreq 0.5) MrBayes prints NA,
+    writes the average as -nan and the maximum as 0, and its stop rule does not fire (checked with
+    mb-double below); mbgpu used to write 0 and stop at once."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(TEST_DATA / "primates.nex", tmp_path / "primates.nex")
+    it = interp_for("#NEXUS\nbegin mrbayes; execute primates.nex; end;\n" + _NO_SPLITS % stat, tmp_path)
+    assert output(it).count("split frequencies: NA (no splits above min. frequency)") == 2
+    assert _no_split_rows(tmp_path, "primates.nex") == [written, written]
+
+
+def test_no_split_above_minpartfreq_in_mrbayes(tmp_path, mb_double):
+    """The behaviour above, seen in MrBayes 3.2.7a itself."""
+    shutil.copy(TEST_DATA / "primates.nex", tmp_path / "primates.nex")
+    for stat, written in (("avgstddev", "-nan"), ("maxstddev", "0.000000")):
+        (tmp_path / "f.nex").write_text("#NEXUS\nbegin mrbayes; execute primates.nex; end;\n" + _NO_SPLITS % stat)
+        out = subprocess.run([str(mb_double), "f.nex"], cwd=tmp_path, capture_output=True, text=True).stdout
+        assert out.count("split frequencies: NA (no splits above min. frequency)") == 2
+        assert _no_split_rows(tmp_path, "primates.nex") == [written, written]

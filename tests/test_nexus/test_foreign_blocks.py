@@ -90,3 +90,19 @@ def test_blocks_at_the_prompt(tmp_path):
     assert "second" in it.settings.charsets
     with pytest.raises(NexusError, match="'end' without a matching begin"):
         it.run_text("end;")
+
+
+OUTSIDE = DNA4 + "charset first = 1-4;\nbegin mrbayes;\n  charset second = 5-8;\nend;\ncharset third = 1-2;\n"
+
+
+def test_commands_outside_any_block_run_as_mrbayes_commands(tmp_path, monkeypatch):
+    """MrBayes runs a command that stands outside any block as if typed at its prompt (mbgpu once
+    stopped with "expected 'begin NAME;'"); a files that puts `execute data.nex;` first is common."""
+    it, _ = run_mbgpu(tmp_path, "o.nex", OUTSIDE, monkeypatch)
+    assert {"first", "second", "third"} <= set(it.settings.charsets)
+
+
+def test_commands_outside_any_block_in_mrbayes(mb, tmp_path):
+    r = run_mb(mb, tmp_path, "o.nex", OUTSIDE)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert all("Defining charset called '%s'" % n in r.stdout for n in ("first", "second", "third"))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mbgpu.datatypes import CellCoder, alphabet
+from mbgpu.datatypes import STATES, CellCoder, alphabet
 from mbgpu.errors import DataError
 
 
@@ -46,9 +46,13 @@ class CharacterMatrix:
     masks: np.ndarray  # uint32 [ntax, nchar]
     datatypes: list[str]
     symbols: str | None = None
-    # per column: a cell is missing or ambiguous (MrBayes' isMissAmbig, shown by charstat; as mb-double
-    # shows, gap and missing cells count in standard columns only, ambiguity codes such as N everywhere)
+    # per column: a cell is missing or ambiguous (MrBayes' isMissAmbig, shown by charstat; as MrBayes
+    # shows, gap and missing cells count in standard and protein columns, not in DNA/RNA ones, ambiguity
+    # codes such as N everywhere)
     miss_ambig: np.ndarray | None = None
+    # uint8 [ntax, nchar]: STATES, MISSING or GAP (mbgpu.datatypes) per cell: a gap and missing data have
+    # the mask of every state, as N has; showmatrix prints them as MrBayes does ('-', '?', 'N')
+    blank: np.ndarray | None = None
 
     @property
     def ntax(self) -> int:
@@ -69,22 +73,25 @@ def encode(rows, fmt: Format, src, nchar: int) -> CharacterMatrix:
     got = _encode_single_chars(rows, fmt, coltypes, coders, nchar)
     masks, blank = got if got is not None else _encode_cells(rows, fmt, src, coltypes, coders, nchar)
     several = (masks & (masks - np.uint32(1))) != 0
-    blank &= np.array([dt != "standard" for dt in coltypes], dtype=bool)[None, :]
-    miss_ambig = (several & ~blank).any(axis=0) if masks.shape[0] else np.zeros(nchar, dtype=bool)
-    return CharacterMatrix(list(rows.names), masks, coltypes, fmt.symbols, miss_ambig)
+    nucleotide = np.array([dt in ("dna", "rna") for dt in coltypes], dtype=bool)[None, :]
+    miss_ambig = (several & ~((blank != STATES) & nucleotide)).any(axis=0) if masks.shape[0] \
+        else np.zeros(nchar, dtype=bool)
+    return CharacterMatrix(list(rows.names), masks, coltypes, fmt.symbols, miss_ambig, blank)
 
 
 def _encode_single_chars(rows, fmt: Format, coltypes, coders, nchar: int):
-    """(masks, gap or missing cells) by table lookup when every cell is one ASCII character and legal (the common
+    """(masks, blank codes) by table lookup when every cell is one ASCII character and legal (the common
     case: large matrices without ambiguity sets); None otherwise, and _encode_cells does it (and reports)."""
     kinds = sorted(set(coltypes))
     if len(rows.names) == 0:
         return None
     table = np.zeros((len(kinds), 128), dtype=np.uint32)           # 0: not a legal single symbol
+    blanks = np.zeros((len(kinds), 128), dtype=np.uint8)
     for k, dt in enumerate(kinds):
         for code in range(33, 127):
             got = coders[dt].mask(chr(code))
             table[k, code] = got or 0
+            blanks[k, code] = coders[dt].blank(chr(code)) if got else STATES
     codes = np.empty((len(rows.names), nchar), dtype=np.uint8)
     for i, row in enumerate(rows.cells):
         text = "".join(row)
@@ -98,15 +105,14 @@ def _encode_single_chars(rows, fmt: Format, coltypes, coders, nchar: int):
         codes = np.where(match, codes[0][None, :], codes)
     kind_of = np.array([kinds.index(dt) for dt in coltypes], dtype=np.intp)
     masks = table[kind_of[None, :], codes]
-    blank = np.isin(codes, [ord(c) for c in {fmt.gap, fmt.missing, "?", "-"} if len(c) == 1 and c.isascii()])
-    return None if not masks.all() else (masks, blank)
+    return None if not masks.all() else (masks, blanks[kind_of[None, :], codes])
 
 
-def _encode_cells(rows, fmt: Format, src, coltypes, coders, nchar: int) -> np.ndarray:
-    """(masks, gap or missing cells) cell by cell (ambiguity sets, matchchar, and the exact error for an illegal
+def _encode_cells(rows, fmt: Format, src, coltypes, coders, nchar: int):
+    """(masks, blank codes) cell by cell (ambiguity sets, matchchar, and the exact error for an illegal
     symbol)."""
     masks = np.zeros((len(rows.names), nchar), dtype=np.uint32)
-    blank = np.zeros((len(rows.names), nchar), dtype=bool)
+    blank = np.zeros((len(rows.names), nchar), dtype=np.uint8)
     first = rows.cells[0]
     for i, (name, row) in enumerate(zip(rows.names, rows.cells)):
         for j, cell in enumerate(row):
@@ -119,7 +125,7 @@ def _encode_cells(rows, fmt: Format, src, coltypes, coders, nchar: int) -> np.nd
             if m is None:
                 raise _illegal(src, rows, i, j, cell, coltypes[j])
             masks[i, j] = m
-            blank[i, j] = cell in (fmt.gap, fmt.missing, "?", "-")
+            blank[i, j] = coders[coltypes[j]].blank(cell)
     return masks, blank
 
 

@@ -1,7 +1,8 @@
 """Character alphabets and the conversion of matrix cells to state-set bit masks.
 
 A cell is a single symbol or a `{..}`/`(..)` set; its mask has bit i set for each state i it allows.
-Gaps and missing data allow every state, as in MrBayes.
+Gaps and missing data allow every state, as in MrBayes; `CellCoder.blank` tells them apart from an
+ambiguity that allows every state (N), which MrBayes keeps as codes of their own.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ _IUPAC = {
 _PROTEIN_AMBIG = {"B": "DN", "Z": "EQ", "J": "IL", "X": PROTEIN}
 
 DATATYPES = ("dna", "rna", "protein", "standard")
+
+STATES, MISSING, GAP = 0, 1, 2      # what a cell is (CellCoder.blank): a state set, missing data, a gap
 
 
 def alphabet(datatype: str, symbols: str | None = None) -> str:
@@ -58,6 +61,7 @@ class CellCoder:
         self.all_mask = (1 << len(self.alpha)) - 1
         self.gap, self.missing = gap, missing
         self._cache: dict[str, int] = {}
+        self._blank: dict[str, int] = {}
 
     def mask(self, cell: str) -> int | None:
         """Bit mask of `cell`, or None when it holds a symbol illegal for this datatype."""
@@ -67,6 +71,26 @@ class CellCoder:
             if got is not None:
                 self._cache[cell] = got
         return got
+
+    def blank(self, cell: str) -> int:
+        """MISSING, GAP or STATES for a legal `cell`, as MrBayes reads it: a state or ambiguity symbol first
+        (so `missing=N` leaves N an ambiguity of DNA), then the missing and gap symbols; protein's X is
+        missing data in MrBayes. Sets are STATES (MrBayes refuses ? and - inside them)."""
+        got = self._blank.get(cell)
+        if got is None:
+            got = self._blank[cell] = self._compute_blank(cell)
+        return got
+
+    def _compute_blank(self, cell: str) -> int:
+        if len(cell) != 1:
+            return STATES
+        if self.datatype == "protein" and cell in "Xx":
+            return MISSING
+        if _symbol_states(self.datatype, self.alpha, cell) is not None:
+            return STATES
+        if cell in (self.missing, "?"):
+            return MISSING
+        return GAP if cell in (self.gap, "-") else STATES
 
     def _compute(self, cell: str) -> int | None:
         if cell in (self.gap, self.missing, "?", "-"):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from mbgpu.charmatrix import CharacterMatrix
 from mbgpu.constraints import Constraint
 from mbgpu.errors import NotImplementedYet
 from mbgpu.settings import Settings, TreeRecord
@@ -32,7 +31,8 @@ def analysis_settings(s: Settings, trees: set = frozenset(), for_run: bool = Tru
     keep = [i for i in range(s.matrix.ntax) if i not in s.deleted]
     new = {old: i for i, old in enumerate(keep)}
     m = s.matrix
-    matrix = CharacterMatrix([m.taxa[i] for i in keep], m.masks[keep], m.datatypes, m.symbols, m.miss_ambig)
+    matrix = dataclasses.replace(m, taxa=[m.taxa[i] for i in keep], masks=m.masks[keep],
+                                 blank=None if m.blank is None else m.blank[keep])
 
     def taxa(group: frozenset) -> frozenset:
         return frozenset(new[t] for t in group if t in new)

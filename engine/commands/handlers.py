@@ -12,6 +12,7 @@ from mbgpu import constraints
 from mbgpu.commands import helptext
 from mbgpu.commands.params import PriorValue, resolve
 from mbgpu.commands.char_cmds import do_charstat, do_ctype, take_ctypes
+from mbgpu.commands.showmatrix import do_showmatrix
 from mbgpu.commands.taxa_cmds import do_constraint, do_delete, do_taxastat, do_taxset
 from mbgpu.commands.values import Assignment, parse_assignments
 from mbgpu.analysis import adopt_run_count, run_mcmc
@@ -415,6 +416,7 @@ _HANDLERS = {
     "Help": do_help, "Showmodel": do_showmodel, "Quit": do_quit, "Report": do_report,
     "Exclude": do_exclude, "Include": do_exclude, "Ctype": lambda i, s, c: _with_data(do_ctype, i, s, c),
     "Charstat": lambda i, s, c: _with_data(do_charstat, i, s, c), "Usertree": do_usertree,
+    "Showmatrix": lambda i, s, c: _with_data(do_showmatrix, i, s, c),
     "Taxset": lambda i, s, c: _with_data(do_taxset, i, s, c),
     "Constraint": lambda i, s, c: _with_data(do_constraint, i, s, c),
     "Delete": lambda i, s, c: _with_data(do_delete, i, s, c),

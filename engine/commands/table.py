@@ -293,6 +293,7 @@ def build_table() -> dict[str, CommandSpec]:
         CommandSpec("Ctype", "sets character types: unordered or ordered (dollo and irreversible are not supported "
                     "yet)", [], "ctype unordered|ordered: 1-10 NAME ...;"),
         CommandSpec("Charstat", "shows the status of the characters", [], "charstat;"),
+        CommandSpec("Showmatrix", "shows the data matrix (every taxon and character, as stored)", [], "showmatrix;"),
         CommandSpec("Taxastat", "shows the status of the taxa (included, constraints, outgroup)", [], "taxastat;"),
         CommandSpec("Usertree", "deprecated in MrBayes: define the tree in a trees block and use startvals", [],
                     "usertree = TREE;"),
@@ -324,7 +325,7 @@ _NOT_YET = [
     ("Manual", "writes a manual"),
     ("Plot", "plots parameters"), ("Propset", "move proposal settings"),
 ("Root", "roots user tree"), ("Showbeagle", "backend resources"),
-    ("Showmatrix", "shows the matrix"), ("Showmcmctrees", "shows MCMC trees"), ("Showmoves", "shows moves"),
+    ("Showmcmctrees", "shows MCMC trees"), ("Showmoves", "shows moves"),
     ("Showparams", "shows parameters"), ("Showusertrees", "shows user trees"),
     ("Version", "program version"),
 ]

@@ -97,6 +97,13 @@ for _p in ("Allruns", "Relburnin", "Burnin", "Burninfrac", "Discardfrac", "Filen
            "Smoothing"):
     EVIDENCE[("sumss", _p)] = "test_summary/test_sumss.py::test_sumss_matches_mrbayes_on_its_files"
 
+# Commands without options that print one of MrBayes' screens -> the test that compares it with MrBayes.
+SCREENS = {
+    "charstat": "test_commands/test_ctype.py::test_charstat_like_mrbayes",
+    "taxastat": "test_commands/test_delete.py::test_taxastat_like_mrbayes",
+    "showmatrix": "test_commands/test_showmatrix.py::test_matches_mrbayes",
+}
+
 # Options that do not change an analysis in MrBayes either: BEAGLE's resource and threading choices, and
 # the questions MrBayes asks at an interactive prompt that mbgpu does not ask (it behaves as `mb FILE` does).
 INERT = {
@@ -174,6 +181,13 @@ def test_every_option_is_implemented_or_refused():
             missing.append("%s: neither evidence against MrBayes nor supported= in the table" % (key,))
     assert not missing, "\n".join(missing)
     assert not stale, "refused options with evidence listed (remove it): %s" % stale
+
+
+def test_screens_are_implemented_and_checked():
+    table = build_table()
+    for name, ref in SCREENS.items():
+        assert table[name].implemented and not table[name].params, name
+        assert _test_exists(ref), "%s -> %s (no such test)" % (name, ref)
 
 
 @pytest.mark.parametrize("name, p", REFUSED, ids=["%s-%s" % (n, p.name) for n, p in REFUSED])

@@ -49,7 +49,7 @@ def test_mcmcp_stores_defaults_and_values(tmp_path):
     ("startvals tau=nosuch;", "no tree of that name"),
     ("outgroup Zed;", "no taxon 'Zed'"),
     ("execute missing_file.nex;", "cannot open"),
-    ("showmatrix;", "the command showmatrix is not supported yet"),
+    ("showmoves;", "the command showmoves is not supported yet"),
 ])
 def test_bad_commands_give_located_errors(tmp_path, block, message):
     with pytest.raises(MbgpuError, match=message) as e:
@@ -59,7 +59,7 @@ def test_bad_commands_give_located_errors(tmp_path, block, message):
 
 def test_not_implemented_is_typed(tmp_path):
     with pytest.raises(NotImplementedYet):
-        run(tmp_path, "showmatrix;")
+        run(tmp_path, "showmoves;")
 
 
 def test_sumt_without_files_names_the_file(tmp_path, monkeypatch):

@@ -93,8 +93,8 @@ def test_pending_ctype_is_said_at_mcmc(tmp_path, monkeypatch):
 
 
 def test_charstat_like_mrbayes(mb_double, tmp_path):
-    """Type, states, in/out, MissAmbig (gap and missing count in standard columns only), order and the
-    divisions of every partition, line for line."""
+    """Type, states, in/out, MissAmbig (gap and missing count in standard and protein columns, not in DNA
+    ones), order and the divisions of every partition, line for line."""
     (tmp_path / "data.nex").write_text(_cynmix())
     (tmp_path / "cmd.nex").write_text(
         "#NEXUS\nbegin mrbayes;\n set autoclose=yes nowarn=yes quitonerror=yes;\n execute data.nex;\n "
@@ -113,6 +113,42 @@ def test_charstat_like_mrbayes(mb_double, tmp_path):
     want, got = table(done.stdout), table(out.getvalue())
     assert len(got) == 10 + 3246
     assert got == want
+
+
+# A column per case: N, ?, -, {AC} in DNA, RNA and protein (protein's X is missing data in MrBayes), and
+# missing=N, where N stays DNA's ambiguity. MissAmbig as MrBayes 3.2.7a's charstat shows it.
+MISS_AMBIG = {
+    "dna": ("datatype=dna missing=? gap=-", "t1 ACGTAA\nt2 N?-{AC}AA", [1, 0, 0, 1, 0, 0]),
+    "rna": ("datatype=rna missing=? gap=-", "t1 ACGUAA\nt2 N?-{AC}AA", [1, 0, 0, 1, 0, 0]),
+    "protein": ("datatype=protein missing=? gap=-", "t1 ACDEFG\nt2 X?-{AC}AA", [1, 1, 1, 1, 0, 0]),
+    "missing_n": ("datatype=dna missing=N gap=-", "t1 ACGTAA\nt2 N--AAA", [1, 0, 0, 0, 0, 0]),
+}
+
+
+def _miss_ambig_file(fmt: str, rows: str) -> str:
+    first = rows.split("\n")[0].split()[1]
+    rows += "".join("\nt%d %s" % (i, first.lower()) for i in (3, 4))
+    return ("#NEXUS\nbegin data;\ndimensions ntax=4 nchar=6;\nformat %s;\nmatrix\n%s\n;\nend;\n"
+            "begin mrbayes; charstat; end;\n" % (fmt, rows))
+
+
+@pytest.mark.parametrize("name", sorted(MISS_AMBIG))
+def test_charstat_miss_ambig_by_datatype(name, tmp_path):
+    fmt, rows, want = MISS_AMBIG[name]
+    (tmp_path / "in.nex").write_text(_miss_ambig_file(fmt, rows))
+    out = io.StringIO()
+    Interpreter(Console(out)).run_file(str(tmp_path / "in.nex"))
+    got = [int("MissAmbig" in line) for line in out.getvalue().splitlines() if re.match(r"\s+\d+ -- ", line)]
+    assert got == want
+
+
+@pytest.mark.parametrize("name", sorted(MISS_AMBIG))
+def test_charstat_miss_ambig_by_datatype_is_mrbayes(name, mb, tmp_path):
+    """The expectations above are what MrBayes prints."""
+    (tmp_path / "in.nex").write_text(_miss_ambig_file(*MISS_AMBIG[name][:2]))
+    done = subprocess.run([str(mb), "in.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    got = [int("MissAmbig" in line) for line in done.stdout.splitlines() if re.match(r"\s+\d+ -- ", line)]
+    assert got == MISS_AMBIG[name][2]
 
 
 def test_ordered_rate_matrix_is_mrbayes_set_std_q_matrix():

@@ -24,7 +24,7 @@ def division_pattern_sets(settings, console=None) -> list[list[PatternSet]]:
     for i, d in enumerate(settings.divisions, 1):
         n_states = len(m.states(d.datatype))
         sets = division_patterns(m.masks, d.datatype, n_states, settings.included(d.columns),
-                                 ordered=settings.ordered_model)
+                                 ordered=settings.ordered_model, blank=m.blank)
         if coding(d, i) == "variable":
             kept = [variable_characters(p, m.masks) for p in sets]
             dropped = sum(len(p.columns) for p in sets) - sum(len(p.columns) for p in kept)

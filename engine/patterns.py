@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mbgpu.datatypes import STATES
+
 
 @dataclass
 class PatternSet:
@@ -53,13 +55,16 @@ def compress(masks: np.ndarray, datatype: str, n_states: int, columns: np.ndarra
 
 
 def division_patterns(masks: np.ndarray, datatype: str, n_states: int, columns: np.ndarray,
-                      all_mask: int | None = None, ordered=frozenset()) -> list[PatternSet]:
+                      all_mask: int | None = None, ordered=frozenset(), blank=None) -> list[PatternSet]:
     """Pattern sets of one division; standard data gives one set per state count k, and one more for
-    each k > 2 with columns in `ordered` (0-based; a binary ordered character is an unordered one)."""
+    each k > 2 with columns in `ordered` (0-based; a binary ordered character is an unordered one).
+    `blank`: the matrix's per-cell codes (CharacterMatrix.blank), which tell `?`/`-` from a set of
+    every state (_standard_k)."""
     if datatype != "standard":
         return [compress(masks, datatype, n_states, columns)]
     sub = masks[:, columns]
-    ks = _standard_k(sub, all_mask if all_mask is not None else (1 << n_states) - 1)
+    ks = _standard_k(sub, all_mask if all_mask is not None else (1 << n_states) - 1,
+                     None if blank is None else blank[:, columns])
     is_ordered = np.isin(columns, np.fromiter(ordered, dtype=np.int64, count=len(ordered))) & (ks > 2)
     out = []
     for k, o in sorted(set(zip(ks.tolist(), is_ordered.tolist()))):
@@ -70,17 +75,20 @@ def division_patterns(masks: np.ndarray, datatype: str, n_states: int, columns: 
     return out
 
 
-def standard_state_counts(masks: np.ndarray, columns: np.ndarray, n_states: int) -> np.ndarray:
+def standard_state_counts(masks: np.ndarray, columns: np.ndarray, n_states: int, blank=None) -> np.ndarray:
     """k of each standard column (MrBayes' number of states, what charstat shows)."""
-    return _standard_k(masks[:, columns], (1 << n_states) - 1)
+    return _standard_k(masks[:, columns], (1 << n_states) - 1, None if blank is None else blank[:, columns])
 
 
-def _standard_k(sub: np.ndarray, all_mask: int) -> np.ndarray:
+def _standard_k(sub: np.ndarray, all_mask: int, blank=None) -> np.ndarray:
     """k for each column of standard data: highest observed symbol + 1, at least 2.
 
-    Cells allowing every symbol ('?', '-') say nothing about k and are ignored.
+    Missing and gap cells ('?', '-') say nothing about k and are ignored; a written set of every
+    symbol (`{0123456789}`) counts, as in MrBayes. Without `blank` (cell codes) a cell allowing every
+    symbol is taken for missing.
     """
-    observed = np.where(sub == all_mask, np.uint32(0), sub)
+    unknown = (sub == all_mask) if blank is None else (blank != STATES)
+    observed = np.where(unknown, np.uint32(0), sub)
     ors = np.bitwise_or.reduce(observed, axis=0) if sub.shape[0] else np.zeros(sub.shape[1], np.uint32)
     highest = np.array([int(v).bit_length() - 1 if v else 0 for v in ors.tolist()], dtype=np.int64)
     return np.maximum(highest + 1, 2)

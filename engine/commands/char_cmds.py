@@ -58,7 +58,7 @@ def take_ctypes(interp, cmd) -> None:
         return
     cols = np.array(sorted(s.ordered - s.excluded), dtype=np.int64)      # MrBayes checks included ones
     if cols.size:
-        k = standard_state_counts(s.matrix.masks, cols, len(s.matrix.states("standard")))
+        k = standard_state_counts(s.matrix.masks, cols, len(s.matrix.states("standard")), s.matrix.blank)
         if (k > MAX_ORDERED_STATES).any():
             j = int(np.argmax(k > MAX_ORDERED_STATES))
             raise cmd.error("only the unordered model is supported for characters with more than %d states: "
@@ -118,7 +118,7 @@ def charstat_rows(s) -> list[str]:
             ids[np.asarray(cols, dtype=np.int64), p] = d
     ambiguous = m.miss_ambig if m.miss_ambig is not None else ((m.masks & (m.masks - np.uint32(1))) != 0).any(axis=0)
     std = np.array([j for j in range(m.nchar) if m.datatypes[j] == "standard"], dtype=np.int64)
-    k = dict(zip(std.tolist(), standard_state_counts(m.masks, std, len(m.states("standard"))).tolist())) \
+    k = dict(zip(std.tolist(), standard_state_counts(m.masks, std, len(m.states("standard")), m.blank).tolist())) \
         if std.size else {}
     out = []
     for j in range(m.nchar):

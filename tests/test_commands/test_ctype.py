@@ -17,6 +17,7 @@ from mbgpu.console import Console
 from mbgpu.errors import CommandError, ModelError, NotImplementedYet
 from mbgpu.interpreter import Interpreter
 from mbgpu.models import ModelSpec, build_model
+from mbgpu.patterns import standard_state_counts
 
 from tests.test_mrbayes_gen0 import _strip_mrbayes, assert_same_gen0, run_both
 
@@ -165,3 +166,34 @@ def test_ordered_rate_matrix_is_mrbayes_set_std_q_matrix():
             np.testing.assert_allclose(model.transition_matrices(np.array([t]))[0, 0], expm(q * t), atol=1e-12)
     with pytest.raises(ModelError):
         ModelSpec(datatype="standard", n_states=7, ordered=True).validate()
+
+
+# Standard data whose cells include written sets of every symbol: MrBayes counts such a set (k = 10)
+# where '?' and '-' say nothing about k (mbgpu once took the set for missing data, k = 2).
+EVERY_STATE = """#NEXUS
+begin data;
+  dimensions ntax=5 nchar=6;
+  format datatype=standard missing=? gap=-;
+  matrix
+    A 0{0123456789}1011
+    B 1010{0123456789}1
+    C 01?110
+    D 1-0101
+    E 001{01}10
+  ;
+end;
+"""
+
+
+def test_set_of_every_state_counts_for_k(tmp_path):
+    it = Interpreter(Console(io.StringIO()))
+    (tmp_path / "k.nex").write_text(EVERY_STATE + "begin mrbayes; charstat; end;\n")
+    it.run_file(str(tmp_path / "k.nex"))
+    m = it.settings.matrix
+    assert standard_state_counts(m.masks, np.arange(6), 10, m.blank).tolist() == [2, 10, 2, 2, 10, 2]
+
+
+@pytest.mark.parametrize("commands", ["lset coding=all;", "lset coding=variable;"])
+def test_set_of_every_state_gen0_like_mrbayes(commands, mb_double, tmp_path, monkeypatch):
+    want, got = run_both(tmp_path, mb_double, monkeypatch, EVERY_STATE, commands)
+    assert_same_gen0(want, got)

@@ -49,6 +49,7 @@ class SiteReports:
             self.rates.append(report.get("Siterates") == "Yes" and d.lset["Rates"].lower() in _RATE_VARIATION)
             self.ancestral.append(report.get("Ancstates") == "Yes")
         self.symbols = {dt: m.states(dt) for dt in set(m.datatypes)}
+        self.sites = [self._division_sites(d) for d in range(1, len(settings.divisions) + 1)]
         self.columns = self._names()
 
     @staticmethod
@@ -65,11 +66,11 @@ class SiteReports:
         names = []
         for d, want in enumerate(self.rates, 1):
             if want:
-                names += ["r(%d)" % (c + 1) for c, _s, _i in self._division_sites(d)]
+                names += ["r(%d)" % (c + 1) for c, _s, _i in self.sites[d - 1]]
         for d, want in enumerate(self.ancestral, 1):
             if want:
                 for name, _taxa in self.clades:
-                    for c, s, _i in self._division_sites(d):
+                    for c, s, _i in self.sites[d - 1]:
                         states = self.symbols[s.ps.datatype][:s.ps.n_states]
                         names += ["p(%s){%d@%s}" % (x, c + 1, name) for x in states]
         return names
@@ -91,11 +92,11 @@ class SiteReports:
         out: list[float] = []
         for d, want in enumerate(self.rates, 1):
             if want:
-                out += [float(rates[id(s)][i]) for _c, s, i in self._division_sites(d)]
+                out += [float(rates[id(s)][i]) for _c, s, i in self.sites[d - 1]]
         for d, want in enumerate(self.ancestral, 1):
             if want:
                 for k in range(len(self.clades)):
-                    for _c, s, i in self._division_sites(d):
+                    for _c, s, i in self.sites[d - 1]:
                         out += anc[id(s)][k][i].tolist()
         return out
 

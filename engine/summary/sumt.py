@@ -126,14 +126,17 @@ def _load(settings, params):
 
 def _count(files, drop, n_taxa, trees: bool):
     """Split BST over the post-burn-in trees of all runs, and (`trees`) MrBayes' counter of topologies."""
-    nruns, root, topo = len(files), None, TreeCounter()
+    nruns, root, topo, packed = len(files), None, TreeCounter(), {}
     full = (1 << n_taxa) - 1
     for r, f in enumerate(files):
         for t in f.trees[drop:]:
             edges = t.lengths["edges"] if t.rooted else _outgroup_form(t.lengths["edges"], full)
             root = _tree_parts(t.topology, root, r, nruns, n_taxa, edges)
             if trees:
-                topo.add(order_array(t.topology, n_taxa, t.rooted, Location(f.path)))
+                key = (t.rooted, frozenset(b for b, _ in edges))        # the same tree packs the same
+                if key not in packed:
+                    packed[key] = order_array(t.topology, n_taxa, t.rooted, Location(f.path))
+                topo.add(packed[key])
     return root, topo
 
 

@@ -207,9 +207,10 @@ def _sumt() -> list[Param]:
         Choice("Contype", "Halfcompat", "consensus type", ("Halfcompat", "Allcompat")),
         Choice("Conformat", "Figtree", "consensus format", ("Figtree", "Simple")),
         Text("Outputname", "", "stem of the output files"), YesNo("Calctreeprobs", "Yes", "tree probabilities"),
-        YesNo("Showtreeprobs", "No", "print tree probabilities", supported=()), YesNo("Hpd", "Yes", "HPD intervals"),
-        YesNo("Savebrparams", "No", "save branch parameters", supported=()),
-        Float("Minbrparamfreq", 0.5, "minimum frequency for branch parameters", 0.0, 1.0, supported=()),
+        YesNo("Showtreeprobs", "No", "draw every sampled tree with its probability"),
+        YesNo("Hpd", "Yes", "HPD intervals"),
+        YesNo("Savebrparams", "No", "save sampled branch lengths to <outputname>.brparams"),
+        Float("Minbrparamfreq", 0.5, "minimum partition frequency for .brparams columns", 0.0, 1.0),
     ]
 
 

@@ -102,3 +102,24 @@ def emit(console, text: str) -> None:
         text = text[:-1]
     for line in text.split("\n"):
         console.print(line)
+
+
+def mb_quicksort(items: list, left: int, right: int, key) -> None:
+    """MrBayes' SortPartCtr/SortTreeCtr: Hoare quicksort, descending by key (ties unstable)."""
+    i, j = left, right
+    x = key(items[(left + right) // 2])
+    while True:
+        while key(items[i]) > x and i < right:
+            i += 1
+        while x > key(items[j]) and j > left:
+            j -= 1
+        if i <= j:
+            items[i], items[j] = items[j], items[i]
+            i += 1
+            j -= 1
+        if i > j:
+            break
+    if left < j:
+        mb_quicksort(items, left, j, key)
+    if i < right:
+        mb_quicksort(items, i, right, key)

@@ -2,7 +2,8 @@
 
 Files: `.parts` (key to splits), `.tstat` (split frequencies and their spread over runs), `.vstat`
 (branch-length summaries with PSRF), `.con.tre` (majority-rule / all-compatible consensus with
-FigTree annotations), `.trprobs` (trees by posterior probability). Splits are kept in MrBayes'
+FigTree annotations), `.trprobs` (trees by posterior probability, drawn on screen with
+`Showtreeprobs`: trprobs.py) and `.brparams` (`Savebrparams`: brparams.py). Splits are kept in MrBayes'
 order: a binary search tree of bitsets filled in tree-reading order, listed in preorder, filtered by
 `Minpartfreq`, then MrBayes' (unstable) quicksort by count, root and tips first.
 """
@@ -13,12 +14,15 @@ import math
 import numpy as np
 
 from mbgpu.diagnostics import mean_variance, psrf
-from mbgpu.errors import InputFileError, Location
+from mbgpu.errors import InputFileError, Location, NotImplementedYet
 from mbgpu.output.tfile import read_tfile
 from mbgpu.output.write_failure import write_text_whole
-from mbgpu.summary.common import (burnin_of, check_exists, emit, file_stem, mb_num, number_format,
-                                   output_stem, run_files, session_stamp)
+from mbgpu.summary.brparams import brparams_text
+from mbgpu.summary.common import (burnin_of, check_exists, emit, file_stem, mb_num, mb_quicksort,
+                                   number_format, output_stem, run_files, session_stamp)
 from mbgpu.summary.sump import hpd_median
+from mbgpu.summary.treeorder import TreeCounter, order_array
+from mbgpu.summary.trprobs import tree_probabilities
 
 
 class _Part:
@@ -59,27 +63,6 @@ def _preorder(root) -> list:
             stack.append(r.right)
             stack.append(r.left)
     return out
-
-
-def _quicksort(items: list, left: int, right: int, key) -> None:
-    """MrBayes' SortPartCtr/SortTreeCtr: Hoare quicksort, descending by key (ties unstable)."""
-    i, j = left, right
-    x = key(items[(left + right) // 2])
-    while True:
-        while key(items[i]) > x and i < right:
-            i += 1
-        while x > key(items[j]) and j > left:
-            j -= 1
-        if i <= j:
-            items[i], items[j] = items[j], items[i]
-            i += 1
-            j -= 1
-        if i > j:
-            break
-    if left < j:
-        _quicksort(items, left, j, key)
-    if i < right:
-        _quicksort(items, i, right, key)
 
 
 def _sort_terminals(items: list, n_taxa: int) -> None:
@@ -141,20 +124,29 @@ def _load(settings, params):
     return stem, burnin, files, drop
 
 
-def _count(files, drop, n_taxa):
-    """Split BST and topology counts over the post-burn-in trees of all runs."""
-    nruns, root, topo = len(files), None, {}
+def _count(files, drop, n_taxa, trees: bool):
+    """Split BST over the post-burn-in trees of all runs, and (`trees`) MrBayes' counter of topologies."""
+    nruns, root, topo, packed = len(files), None, TreeCounter(), {}
     full = (1 << n_taxa) - 1
     for r, f in enumerate(files):
         for t in f.trees[drop:]:
             edges = t.lengths["edges"] if t.rooted else _outgroup_form(t.lengths["edges"], full)
             root = _tree_parts(t.topology, root, r, nruns, n_taxa, edges)
-            key = frozenset((b ^ full if b & 1 else b) for b, _ in t.lengths["edges"]
-                            if 2 <= bin(b).count("1") <= n_taxa - 2)
-            if key not in topo:
-                topo[key] = [0, t.topology]
-            topo[key][0] += 1
+            if trees:
+                key = (t.rooted, frozenset(b for b, _ in edges))        # the same tree packs the same
+                if key not in packed:
+                    packed[key] = order_array(t.topology, n_taxa, t.rooted, Location(f.path))
+                topo.add(packed[key])
     return root, topo
+
+
+def _check_brparams(files) -> None:
+    """savebrparams needs branch lengths; for clock trees MrBayes adds node heights, which sumt lacks."""
+    first = files[0].trees[0]
+    if first.rooted:
+        raise NotImplementedYet("sumt savebrparams=yes for rooted (clock) trees is not supported yet")
+    if any(math.isnan(length) for bits, length in first.lengths["edges"] if bits & (bits - 1) == 0):
+        raise InputFileError("savebrparams=yes: the trees have no branch lengths", Location(files[0].path))
 
 
 def _outgroup_form(edges, full: int):
@@ -179,7 +171,11 @@ def run_sumt(settings, console) -> dict:
     n, nruns = len(taxa), len(files)
     per_run = len(files[0].trees) - drop
     sampled = per_run * nruns
-    root, topo = _count(files, drop, n)
+    calc, show, save = (str(params.get(k, d)).lower().startswith("y") for k, d in
+                        (("Calctreeprobs", "Yes"), ("Showtreeprobs", "No"), ("Savebrparams", "No")))
+    if save:
+        _check_brparams(files)
+    root, topo = _count(files, drop, n, calc)
     parts = _preorder(root)
     min_count = minpart * (sampled // nruns)
     n_print = len(parts)
@@ -190,7 +186,7 @@ def run_sumt(settings, console) -> dict:
         else:
             n_print -= 1
             parts[i], parts[n_print] = parts[n_print], parts[i]
-    _quicksort(parts, 0, n_print - 1, lambda p: p.total)
+    mb_quicksort(parts, 0, n_print - 1, lambda p: p.total)
     _sort_terminals(parts, n)
     stamp = session_stamp(settings)
     head = "[ID: %s]\n" % stamp if len(stamp) > 1 else ""
@@ -212,12 +208,15 @@ def run_sumt(settings, console) -> dict:
               "   %*s -- Partition" % (width_id, "ID"), "   " + "-" * min(width_id + 4 + n, 80)]
     lines += screen_parts + ["   " + "-" * min(width_id + 4 + n, 80), ""]
     _write(out + ".parts", head + "ID\tPartition\n" + "".join(r + "\n" for r in parts_rows))
-    tst, scr, sds = _tstat(parts[:n_print], n, nruns, per_run, sampled, sci, prec, width_id)
+    tst, scr, sds = _tstat(parts[:n_print], n, nruns, per_run, sampled, sci, prec, width_id, out)
     _write(out + ".tstat", head + tst)
     lines += scr
-    vst, scr, psrfs = _vstat(parts[:n_print], nruns, hpd, sci, prec)
+    vst, scr, psrfs = _vstat(parts[:n_print], nruns, hpd, sci, prec, out)
     _write(out + ".vstat", head + vst)
     lines += scr
+    if save:
+        lines += ['   Saving branch parameters to file "%s.brparams"' % out, ""]
+        _write(out + ".brparams", brparams_text(parts, float(params.get("Minbrparamfreq", 0.5)), per_run, sci, prec))
     avg_sd = sum(sds) / (n_print - n - 1) if n_print - n - 1 > 0 else float("nan")
     max_sd = max(sds) if sds else 0.0
     if nruns > 1:
@@ -231,13 +230,13 @@ def run_sumt(settings, console) -> dict:
                   "       Maximum PSRF for parameter values = " + ("NA" if mx == 10.0 else "%1.3f" % mx)]
     lines.append("")
     allparts = parts[:]
-    _quicksort(allparts, 0, len(allparts) - 1, lambda p: p.total)
+    mb_quicksort(allparts, 0, len(allparts) - 1, lambda p: p.total)
     con = _consensus(allparts, n, sampled, halfcompat)
     simple = str(params.get("Conformat", "Figtree")) == "Simple"
     _write(out + ".con.tre", "#NEXUS\n" + head + _contree_text(con, allparts, taxa, per_run, halfcompat, hpd,
                                                                sci, prec, simple))
-    if str(params.get("Calctreeprobs", "Yes")).lower().startswith("y"):
-        text, scr = _trprobs(topo, taxa, sampled)
+    if calc:
+        text, scr = tree_probabilities(topo, taxa, sampled, files[0].trees[0].rooted, show)
         _write(out + ".trprobs", "#NEXUS\n" + head + text)
         lines += scr
     emit(console, "\n".join(lines))
@@ -274,7 +273,7 @@ def _intro(stem, nruns, burnin, out, files, sampled, per_run, minpart, taxa):
     return lines
 
 
-def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id):
+def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id, out):
     """.tstat rows and the screen table for informative splits; also the std devs (for ASDSF)."""
     wnum = max(int(math.log10(parts[0].total)) + 1, 4)
     hdr = "   %*s   #obs" % (width_id, "ID") + " " * (wnum - 4) + "    Probab."
@@ -283,7 +282,7 @@ def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id):
         hdr += "     Sd(s)+      Min(s)      Max(s)   Nruns "
         width += 44
     scr = ["   Summary statistics for informative taxon bipartitions",
-           '      (saved to file "%s"):' % "tstat", "", hdr, "   " + "-" * width]
+           '      (saved to file "%s.tstat"):' % out, "", hdr, "   " + "-" * width]
     rows = ["ID\t#obs\tProbability(=s)\tStddev(s)\tMin(s)\tMax(s)\tNruns" if nruns > 1 else
             "ID\t#obs\tProbability(=s)"]
     sds, unreliable = [], False
@@ -320,12 +319,12 @@ def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id):
     return "".join(r + "\n" for r in rows), scr, sds
 
 
-def _vstat(parts, nruns, hpd, sci, prec):
+def _vstat(parts, nruns, hpd, sci, prec, out):
     """.vstat rows (length[i] for every printed split but the root) and the screen table."""
     longest = max(9, int(math.log10(len(parts))) + 3 + len("tree") + 2)
     pad = " " * max(1, longest - 9)
     width = 68 + longest - 9 + (17 if nruns > 1 else 0)
-    scr = ["", "   Summary statistics for branch and node parameters", '      (saved to file "vstat"):', "",
+    scr = ["", "   Summary statistics for branch and node parameters", '      (saved to file "%s.vstat"):' % out, "",
            "   %*c                              95%% HPD Interval" % (longest, " ") if hpd else
            "   %*c                             95%% Cred. Interval" % (longest, " "),
            "   %*c                            --------------------" % (longest, " "),
@@ -496,59 +495,3 @@ def _support(x, per_run) -> float:
     """A partition's posterior probability: the mean over runs of its frequency."""
     sup = [c / per_run for c in x.count]
     return mean_variance(sup)[0] if len(sup) > 1 else sup[0]
-
-
-def _topology_string(topo, n) -> str:
-    """Newick of a sampled topology rerooted at taxon 1 (written last), 1-based tip numbers, in MrBayes'
-    order: the basal node's children by increasing smallest taxon, every other node's by decreasing."""
-    def low(v):
-        return v if isinstance(v, int) else min(low(c) for c in v)
-
-    def rec(v):
-        if isinstance(v, int):
-            return str(v + 1)
-        return "(" + ",".join(rec(c) for c in sorted(v, key=low, reverse=True)) + ")"
-
-    def contains(v, t):
-        return v == t if isinstance(v, int) else any(contains(c, t) for c in v)
-
-    def reroot(v):
-        # return the subtree hanging from the outgroup's neighbour, as children list
-        kids = list(v)
-        for i, c in enumerate(kids):
-            if contains(c, 0):
-                if c == 0:
-                    return kids[:i] + kids[i + 1:]
-                rest = kids[:i] + kids[i + 1:]
-                inner = reroot(c)
-                return inner + [tuple(rest) if len(rest) > 1 else rest[0]]
-        return kids
-
-    return "(" + ",".join(rec(c) for c in sorted(reroot(topo), key=low)) + ",1)"
-
-
-def _trprobs(topo, taxa, sampled):
-    """Trees sorted by posterior probability with cumulative probability; MrBayes' credible-set lines:
-    the X % set holds the trees whose cumulative probability is below X %, and the one that crosses it."""
-    items = list(topo.values())            # first seen first, then MrBayes' SortTreeCtr (ties as it leaves them)
-    if items:
-        _quicksort(items, 0, len(items) - 1, lambda v: v[0])
-    text = ('[This file contains the trees that were found during the MCMC\nsearch, sorted by posterior '
-            'probability. "p" indicates the\nposterior probability of the tree whereas "P" indicates the\n'
-            'cumulative posterior probability.]\n\nbegin trees;\n   translate\n')
-    text += "".join("   %2d %s%s\n" % (k + 1, t, ";" if k == len(taxa) - 1 else ",") for k, t in enumerate(taxa))
-    cum, below = 0.0, {50: 0, 90: 0, 95: 0, 99: 0}
-    for num, (count, t) in enumerate(items):
-        p = count / sampled
-        cum += p
-        for x in below:
-            below[x] += cum < x / 100.0
-        text += "   tree tree_%d [p = %1.3f, P = %1.3f] = [&W %1.6f] %s;\n" % (
-            num + 1, p, cum, p, _topology_string(t, len(taxa)))
-    text += "end;\n"
-    scr = ["   Calculating tree probabilities...", "",
-           "   Credible sets of trees (%d tree%s sampled):" % (len(items), "" if len(items) == 1 else "s")]
-    for x, n in below.items():      # MrBayes: the 50/90/95 % sets only when a tree lies below them; 99 % always
-        if n or x == 99:
-            scr.append("      %d %% credible set contains %d tree%s" % (x, n + 1, "" if n == 0 else "s"))
-    return text, scr

@@ -25,6 +25,7 @@ _ORACLE_PRIOR = "test_oracles.py::test_gen0_prior_and_header_match_mrbayes"
 _SUMP = "test_summary/test_summary.py::test_sump_writes_mrbayes_pstat_and_lstat"
 _SUMT = "test_summary/test_summary.py::test_sumt_writes_mrbayes_files"
 _SCREEN = "test_sampler/test_runs.py::test_screen_output_like_mrbayes"
+_TREEPROBS = "test_summary/test_sumt_treeprobs.py::test_showtreeprobs_and_brparams_match_mrbayes"
 _DIAG = "test_diagnostics.py::test_asdsf_from_reference_trees_matches_mcmc_file"
 _RESUME = "test_checkpoint/test_resume.py::test_append_is_byte_identical"
 _PARTS = "test_commands/test_commands.py::test_charset_partition_and_set_partition"
@@ -75,6 +76,7 @@ EVIDENCE = {
     ("sumt", "Filename"): _SUMT, ("sumt", "Minpartfreq"): _SUMT, ("sumt", "Contype"): _SUMT,
     ("sumt", "Conformat"): "test_summary/test_sumt_formats.py::test_credible_sets_and_simple_consensus_match_mrbayes",
     ("sumt", "Outputname"): _SUMT, ("sumt", "Calctreeprobs"): _SUMT, ("sumt", "Hpd"): _SUMT,
+    ("sumt", "Showtreeprobs"): _TREEPROBS, ("sumt", "Savebrparams"): _TREEPROBS, ("sumt", "Minbrparamfreq"): _TREEPROBS,
     ("startvals", "Tau"): _ORACLE_LNL, ("startvals", "V"): _ORACLE_LNL, ("startvals", "Ratemultiplier"): _ORACLE_LNL,
     ("log", "Start"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",
     ("log", "Stop"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",

@@ -53,10 +53,8 @@ def test_sumt_writes_mrbayes_files(shared_data, tmp_path):
     ref = shared_data / REF / "primates_gtrig_20k"
     for ext in ("parts", "tstat", "vstat", "con.tre"):
         assert (tmp_path / ("primates.nex." + ext)).read_text() == (ref / ("primates.nex." + ext)).read_text()
-    ours = (tmp_path / "primates.nex.trprobs").read_text().splitlines()
-    theirs = (ref / "primates.nex.trprobs").read_text().splitlines()
-    assert ours[:-2] == theirs[:-2] and ours[-1] == "end;"
-    assert ours[-2].split("] (")[0] == theirs[-2].split("] (")[0]     # probabilities; topology order differs
+    # tree order among ties and each tree's child order as MrBayes packs and rebuilds topologies
+    assert (tmp_path / "primates.nex.trprobs").read_text() == (ref / "primates.nex.trprobs").read_text()
     assert res["asdsf"] == 0.0
     assert "       Maximum PSRF for parameter values = 1.019" in con.lines
 

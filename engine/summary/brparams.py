@@ -1,0 +1,34 @@
+"""`sumt savebrparams=yes`: the `.brparams` file of MrBayes 3.2.7a (PrintBrParamsToFile).
+
+One column per partition, `length[i]` for i = 1, 2, ... in sumt's listing order (the root, i = 0, has no
+branch), kept while a partition's count over all runs is at least (int)(Minbrparamfreq x trees sampled
+per run), stopping at the first that is not. That order is the .parts order for the partitions listed
+there and then the unsorted rest, so a small Minbrparamfreq may reach into partitions .parts omits. One
+row per sampled tree of each run (run 1 first); row k holds, for each partition, its k-th sampled length
+in that run, or NA once the run has no more (MrBayes' layout: a row is not one tree once a partition is
+missing from some trees). No [ID] line; numbers as `set scientific/precision` print them.
+"""
+from __future__ import annotations
+
+from mbgpu.summary.common import mb_num
+
+
+def n_columns(parts: list, min_freq: float, per_run: int) -> int:
+    """How many partitions (the root included) MrBayes keeps: the leading ones with enough count."""
+    least = int(min_freq * per_run)
+    k = 0
+    while k < len(parts) and parts[k].total >= least:
+        k += 1
+    return k
+
+
+def brparams_text(parts: list, min_freq: float, per_run: int, scientific: bool, precision: int) -> str:
+    """The whole file for `parts` in sumt's order (root first), whose `lengths[run]` are the lengths
+    in reading order and `count[run]` their number."""
+    keep = parts[1:n_columns(parts, min_freq, per_run)]
+    rows = ["\t".join("length[%d]" % (i + 1) for i in range(len(keep)))]
+    for run in range(len(parts[0].count)):
+        for k in range(per_run):
+            rows.append("\t".join(mb_num(x.lengths[run][k], scientific, precision) if x.count[run] > k else "NA"
+                                  for x in keep))
+    return "".join(r + "\n" for r in rows)

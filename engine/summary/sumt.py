@@ -117,6 +117,9 @@ def _load(settings, params):
                                  % (n_trees, len(f.trees)), Location(f.path))
         if f.taxa != files[0].taxa:
             raise InputFileError("translate block differs from that of %s" % files[0].path, Location(f.path))
+    if n_trees and files[0].trees[0].rooted:
+        raise NotImplementedYet("sumt of rooted (clock) trees is not supported yet: MrBayes summarizes their node "
+                                "ages and rates, which mbgpu's sumt does not", Location(files[0].path))
     drop = burnin.discard(n_trees)
     if drop >= n_trees:
         raise InputFileError("no trees are sampled as the burn-in exceeds the number of trees (%d)" % n_trees,

@@ -47,25 +47,24 @@ def _blocks(screen: str, spacer: bool) -> list[list[str]]:
 
 
 _SUMTS = ("sumt filename=small nruns=2 showtreeprobs=yes savebrparams=yes outputname=%s1;\n"
-          " sumt relburnin=no burnin=50 minbrparamfreq=0.0 outputname=%s2;\n"
-          " sumt filename=clk showtreeprobs=yes savebrparams=no minbrparamfreq=0.05 outputname=%s3;")
+          " sumt relburnin=no burnin=50 minbrparamfreq=0.0 outputname=%s2;")
 
 
 def test_showtreeprobs_and_brparams_match_mrbayes(tmp_path, monkeypatch, mb):
-    """Short mb runs (9 taxa, ~60 distinct trees; a clock run for rooted trees), then MrBayes' and our
-    sumt on the same .t files: the drawings, credible sets, .trprobs and .brparams alike."""
+    """Short mb runs (9 taxa, ~60 distinct trees), then MrBayes' and our sumt on the same .t files: the
+    drawings, credible sets, .trprobs and .brparams alike. (Rooted clock trees drew and ordered alike
+    too, but sumt refuses them until it summarizes node ages as MrBayes does.)"""
     folder = stage(tmp_path / "runs")
     data = _small_data(folder, 9, 80)
     run_mb(mb, folder, " set seed=11 swapseed=3;\n execute %s;\n"
-           " mcmc ngen=20000 samplefreq=50 printfreq=10000 diagnfreq=10000 nchains=2 file=small;\n"
-           " prset brlenspr=clock:uniform;\n"
-           " mcmc ngen=10000 samplefreq=50 printfreq=10000 diagnfreq=10000 nchains=2 file=clk;" % data, "runs.nex")
-    theirs = run_mb(mb, folder, " execute %s;\n" % data + _SUMTS % ("mb", "mb", "mb"))
-    ours = run_ours(folder, " execute %s;\n" % data + _SUMTS % ("us", "us", "us"), monkeypatch)
+           " mcmc ngen=20000 samplefreq=50 printfreq=10000 diagnfreq=10000 nchains=2 file=small;" % data,
+           "runs.nex")
+    theirs = run_mb(mb, folder, " execute %s;\n" % data + _SUMTS % ("mb", "mb"))
+    ours = run_ours(folder, " execute %s;\n" % data + _SUMTS % ("us", "us"), monkeypatch)
     mine, want = _blocks(ours.replace('file "us', 'file "mb'), False), _blocks(theirs, True)
-    assert mine == want and len(want) == 5
+    assert mine == want and len(want) == 4
     assert sum(1 for b in want for ln in b if ln.startswith("   Tree ")) > 50
-    for k in ("1", "2", "3"):
+    for k in ("1", "2"):
         assert ((folder / ("us%s.trprobs" % k)).read_text().replace("#NEXUS\n", "")
                 == re.sub(r"\[ID: \d+\]\n", "", (folder / ("mb%s.trprobs" % k)).read_text().replace("#NEXUS\n", "")))
     for k in ("1", "2"):
@@ -154,8 +153,9 @@ def test_savebrparams_refuses_clock_trees_and_trees_without_lengths(tmp_path):
         path = tmp_path / ("h.run%d.t" % run)
         path.write_text(path.read_text().replace("[&U]", "[&R]").replace(",1:0.5", "").replace(",1:0.51", "")
                         .replace(",1:0.52", ""))
-    with pytest.raises(NotImplementedYet, match="rooted"):
-        run_sumt(_settings(tmp_path, Savebrparams="Yes"), _Console())
+    for save in ("Yes", "No"):      # MrBayes' sumt of clock trees also summarizes node ages: not yet here
+        with pytest.raises(NotImplementedYet, match="rooted"):
+            run_sumt(_settings(tmp_path, Savebrparams=save), _Console())
     _hand_runs(tmp_path)
     for run in (1, 2):
         path = tmp_path / ("h.run%d.t" % run)

@@ -130,7 +130,10 @@ def _check_constraints(interp, cmd, a, names) -> None:
 
 def do_mcmc(interp, spec, cmd, run: bool = True) -> None:
     s = interp.settings
-    for name, value, _ in assignments(spec, cmd):
+    got = assignments(spec, cmd)
+    if got and not run:
+        _need_data(interp, cmd)      # MrBayes' mcmcp and ssp set nothing before a matrix exists
+    for name, value, _ in got:
         s.mcmc[name] = value
         if name in ("Nruns", "Nchains") and s.startvals_grid is not None:
             # MrBayes keeps start values in a runs x chains grid that each setting resizes: chains it
@@ -150,7 +153,10 @@ def do_mcmc(interp, spec, cmd, run: bool = True) -> None:
 def do_ss(interp, spec, cmd, run: bool = True) -> None:
     """ss/ssp: mcmc's parameters go to mcmc's settings (shared, as in MrBayes), the others to ss'; ss runs
     stepping-stone sampling (mbgpu.sampler.stepping_stone)."""
-    for name, value, a in assignments(spec, cmd):
+    got = assignments(spec, cmd)
+    if got and not run:
+        _need_data(interp, cmd)
+    for name, value, a in got:
         if name == "Alpha" and value <= 0:
             raise _located(cmd, a.value.token, CommandError("alpha=%s: it must be greater than 0" % a.value.token.text))
         (interp.settings.ss if name in SS_ONLY else interp.settings.mcmc)[name] = value

@@ -131,3 +131,10 @@ def test_fuzz_command_parser_raises_only_our_errors(tmp_path_factory, words):
         it.run_text(" ".join(words) + ";")
     except (MbgpuError, Quit):
         pass
+
+
+@pytest.mark.parametrize("command", ["mcmcp ngen=10;", "ssp nsteps=4;"])
+def test_mcmcp_and_ssp_settings_need_a_matrix(command, tmp_path):
+    """MrBayes 3.2.7a: 'A character matrix must be defined first' at mcmcp's or ssp's first parameter."""
+    with pytest.raises(CommandError, match="needs a data matrix"):
+        interp_for("#NEXUS\nbegin mrbayes;\n%s\nend;\n" % command, tmp_path)

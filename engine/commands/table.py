@@ -132,7 +132,8 @@ def _mcmc() -> list[Param]:
         Choice("Starttree", "Current", "start trees (Random, Parsimony: not the startvals trees)",
                ("Current", "Random", "Parsimony")),
         Int("Nperts", 0, "random NNIs applied to each start tree", 0), YesNo("Data", "Yes", "use the data (No: sample the prior)"),
-        YesNo("Ordertaxa", "No", "order taxa in .t files", supported=()), YesNo("Append", "No", "continue from a checkpoint"),
+        YesNo("Ordertaxa", "No", "order the basal subtrees of .t trees by smallest taxon (as 3.2.7a)"),
+        YesNo("Append", "No", "continue from a checkpoint"),
         YesNo("Autotune", "Yes", "tune moves"), Int("Tunefreq", 100, "tries between tuning", L.MIN_TUNEFREQ),
     ]
 

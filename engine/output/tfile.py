@@ -42,15 +42,18 @@ class TFileWriter:
         self.stream.flush()
 
 
-def newick_of(tree, scientific: bool = True, precision: int = 6, outgroup: int = 0) -> str:
+def newick_of(tree, scientific: bool = True, precision: int = 6, outgroup: int = 0,
+              order_taxa: bool = False) -> str:
     """Newick of an `mbgpu.tree.Tree` with 1-based tip numbers (translate indices), MrBayes' number format.
 
     Unrooted trees are written as MrBayes writes them: the basal trifurcation is the outgroup's neighbour
     and the outgroup comes last, so no written clade holds the outgroup (sumt relies on that).
+    `order_taxa` (`mcmc ordertaxa=yes`) orders the basal subtrees as MrBayes 3.2.7a does (basal_order).
     """
     kids = tree.children()
     parent = tree.parent
     fmt = lambda v: format_length(float(tree.brlen[v]), scientific, precision)  # noqa: E731
+    og = outgroup
     base = int(parent[outgroup]) if 0 <= outgroup < len(parent) and not kids[outgroup] else -1
     if base < 0 or len(kids[tree.root]) == 2:
         base, outgroup = tree.root, -1
@@ -69,10 +72,30 @@ def newick_of(tree, scientific: bool = True, precision: int = 6, outgroup: int =
             return "%d:%s" % (v + 1, length)
         return "(%s):%s" % (",".join(rec(w, v, ln) for w, ln in nb), length)
 
-    parts = [rec(w, base, ln) for w, ln in neighbours(base, -1)]
+    first = neighbours(base, -1)
+    if order_taxa:
+        first = basal_order(first, base, lambda v, came: [w for w, _ in neighbours(v, came)], og)
+    parts = [rec(w, base, ln) for w, ln in first]
     if outgroup >= 0:
         parts.append("%d:%s" % (outgroup + 1, fmt(outgroup)))
     return "(%s)" % ",".join(parts)
+
+
+def basal_order(first: list, base: int, away, outgroup: int) -> list:
+    """`first` (base's written subtrees, (node, length) pairs) reordered as MrBayes 3.2.7a's ordertaxa does.
+
+    MrBayes labels every node with its smallest taxon index (the outgroup counting as -1) and means to
+    put the smaller label left at every node, but its loop only reaches the root's child: only the
+    subtrees at the base are ordered, by their smallest taxon (the outgroup's side first), each kept as
+    it is. `away(v, came)` lists v's neighbours but `came`, as written.
+    """
+    def smallest(v: int, came: int) -> int:
+        nxt = away(v, came)
+        if not nxt:
+            return -1 if v == outgroup else v
+        return min(smallest(w, v) for w in nxt)
+
+    return sorted(first, key=lambda item: smallest(item[0], base))
 
 
 @dataclass

@@ -51,6 +51,7 @@ class FileSink:
         self.settings, self.params, self.opts, self.console = settings, params, opts, console
         self.sci = settings.options["Scientific"] == "Yes"
         self.prec = int(settings.options["Precision"])
+        self.order_taxa = settings.mcmc.get("Ordertaxa", "No") == "Yes"
         n = opts.nruns
         names = output_paths(stem, n)
         self.paths = [(names[2 * r], names[2 * r + 1]) for r in range(n)]
@@ -85,7 +86,7 @@ class FileSink:
                 raise ModelError("run %d reached a non-finite state at generation %d; nothing was written for it"
                                  % (r + 1, gen))
             self.p[r].row(gen, c.lnl, c.lnpr, values)
-            self.t[r].tree(gen, newick_of(c.tree, self.sci, self.prec, self.settings.outgroup))
+            self.t[r].tree(gen, newick_of(c.tree, self.sci, self.prec, self.settings.outgroup, self.order_taxa))
             self.splits.add_tree(r, c.tree)
 
     def diagnose(self, gen: int, mc3, show: bool = True):

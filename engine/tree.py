@@ -12,6 +12,7 @@ from typing import Callable, Mapping, Sequence, Union
 import numpy as np
 
 from mbgpu.errors import DataError
+from mbgpu.tree_walks import postorder
 
 BrlenSource = Union[float, Callable[[np.random.Generator, int], np.ndarray]]
 
@@ -75,15 +76,7 @@ class Tree:
         return self._topology()[1].copy()
 
     def _postorder(self, kids) -> np.ndarray:
-        order: list[int] = []
-        stack = [(self.root, False)]
-        while stack:
-            v, done = stack.pop()
-            if done:
-                order.append(v)
-                continue
-            stack.append((v, True))
-            stack.extend((c, False) for c in reversed(kids[v]))
+        order = postorder(self.root, kids)
         if len(order) != self.n_nodes:
             raise DataError("tree is not connected: %d of %d nodes reachable from the root"
                             % (len(order), self.n_nodes))

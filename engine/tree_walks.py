@@ -29,3 +29,22 @@ def rooted_children(adj: Sequence[Iterable[int]], root: int) -> tuple[list[int],
             parent[w] = v
         order += got
     return order, parent, kids
+
+
+def postorder(root, kids) -> list:
+    """Children before parents, each node's children in their order in `kids[v]` (a mapping or
+    sequence of child lists; tips may be absent from a mapping or have empty lists).
+
+    >>> postorder(0, {0: [1, 2], 2: [3, 4]})
+    [1, 3, 4, 2, 0]
+    """
+    children = (lambda v: kids.get(v, ())) if hasattr(kids, "get") else kids.__getitem__
+    out, stack = [], [(root, False)]
+    while stack:
+        v, done = stack.pop()
+        if done:
+            out.append(v)
+            continue
+        stack.append((v, True))
+        stack.extend((c, False) for c in reversed(children(v)))
+    return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mbgpu.errors import InputFileError, Location
+from mbgpu.tree_walks import postorder
 
 
 @dataclass
@@ -93,7 +94,7 @@ def order_array(topology, n: int, rooted: bool, where: Location | None = None) -
     root, kids = _children(topology, n, rooted, where)
     offset = n - 1 if rooted else n - 2
     low, label, parent = {}, {}, {}
-    for v in _postorder(root, kids):
+    for v in postorder(root, kids):
         if isinstance(v, int):
             low[v] = label[v] = v
         else:
@@ -113,18 +114,6 @@ def order_array(topology, n: int, rooted: bool, where: Location | None = None) -
         if up is not None:
             kids[up] = [sib if c == q else c for c in kids[up]]
     return tuple(order)
-
-
-def _postorder(root, kids) -> list:
-    out, stack = [], [(root, False)]
-    while stack:
-        v, done = stack.pop()
-        if done:
-            out.append(v)
-            continue
-        stack.append((v, True))
-        stack.extend((c, False) for c in reversed(kids[v]))
-    return out
 
 
 @dataclass

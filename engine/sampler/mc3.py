@@ -15,7 +15,8 @@ import numpy as np
 from mbgpu.core.block import BlockRunner
 from mbgpu.sampler.batch_step import step_generation
 from mbgpu.sampler.screen import (IND, acceptance_table, acceptance_title, best_state_lines, chain_line,
-                                  convergence_warning, duration, heat_table, hms, swap_legend, swap_table)
+                                  convergence_warning, duration, heat_table, hms, swap_legend, swap_table,
+                                  swap_width)
 from mbgpu.sampler.swaps import SwapTable, swap_with
 
 
@@ -207,8 +208,9 @@ class MC3:
                 lines += acceptance_title(r + 1, h, len(self.runs), o.nchains)
                 lines += acceptance_table(self.at_heat(r, h).moves, o.tunefreq)
         if o.nchains > 1:
+            width = swap_width(self.swaps)
             for r in range(len(self.runs)):
-                lines += [""] + swap_table(r + 1, self.swaps[r], o.nchains, len(self.runs))
+                lines += [""] + swap_table(r + 1, self.swaps[r], o.nchains, len(self.runs), width)
             lines += [""] + swap_legend() + [""] + heat_table(o.nchains, o.temp) + [""]
         avg = getattr(self.sink, "last_avg", None)
         if self.stepping is None and o.nruns > 1 and o.mcmcdiagn and avg is not None and avg > 0.10:

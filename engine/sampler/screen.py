@@ -70,23 +70,30 @@ def acceptance_table(moves, tunefreq: int) -> list[str]:
     return lines
 
 
-def swap_table(run: int, table, nchains: int, nruns: int) -> list[str]:
-    """One run's "Chain swap information" table in MrBayes' layout (six-wide cells, a trailing space)."""
+def swap_table(run: int, table, nchains: int, nruns: int, width: int = 6) -> list[str]:
+    """One run's "Chain swap information" table in MrBayes' layout: cells `width` wide (swap_width), a
+    trailing space."""
     title = "Chain swap information:" if nruns == 1 else "Chain swap information for run %d:" % run
-    lines = [IND + title, "", "%s      %s " % (IND, "".join("%6d" % (j + 1) for j in range(nchains))),
-             "%s     %s" % (IND, "-" * (6 * nchains + 2))]
+    lines = [IND + title, "", "%s      %s " % (IND, "".join("%*d" % (width, j + 1) for j in range(nchains))),
+             "%s     %s" % (IND, "-" * (width * nchains + 2))]
     for i in range(nchains):
         cells = []
         for j in range(nchains):
             if i == j:
-                cells.append("      ")
+                cells.append(" " * width)
             elif i < j:
                 t = table.tried[i][j]
-                cells.append("  %4.2f" % (table.accepted[i][j] / t) if t else "    NA")
+                cells.append("%*.2f" % (width, table.accepted[i][j] / t) if t else "%*s" % (width, "NA"))
             else:
-                cells.append("%6d" % table.tried[j][i])
+                cells.append("%*d" % (width, table.tried[j][i]))
         lines.append("%s%4d |%s " % (IND, i + 1, "".join(cells)))
     return lines
+
+
+def swap_width(tables) -> int:
+    """MrBayes' cell width: two more than the digits of the largest count of attempts, at least 6."""
+    most = max((max(row) for t in tables for row in t.tried), default=0)
+    return max(6, len(str(most)) + 2)
 
 
 def swap_legend() -> list[str]:

@@ -69,11 +69,13 @@ def _report_rows(text: str) -> list[str]:
             if re.match(r"^\s+(NA|\d+\.\d %)\s", line)]
 
 
-@pytest.mark.parametrize("nruns, nchains", [(1, 1), (1, 2), (2, 1), (2, 2)])
-def test_end_of_run_report_like_mrbayes(nruns, nchains, tmp_path, monkeypatch, mb_double):
-    """Wording for one run and/or one chain, the swap table's spacing, times, NA for moves not yet
-    through one tuning batch (tunefreq tries), blank lines: the same screen but for the numbers."""
-    mcmc = "ngen=1000 nruns=%d nchains=%d samplefreq=100 printfreq=500 diagnfreq=500" % (nruns, nchains)
+@pytest.mark.parametrize("runs", ["nruns=1 nchains=1", "nruns=1 nchains=2", "nruns=2 nchains=1", "nruns=2 nchains=2",
+                                  "nruns=2 nchains=3 nswaps=30", "nruns=1 nchains=3 nswaps=300 mcmcdiagn=no"])
+def test_end_of_run_report_like_mrbayes(runs, tmp_path, monkeypatch, mb_double):
+    """Wording for one run and/or one chain, the swap table's spacing (cells widen with 5- and 6-digit
+    counts), times, NA for moves not yet through one tuning batch (tunefreq tries), blank lines: the
+    same screen but for the numbers."""
+    mcmc = "ngen=1000 %s samplefreq=100 printfreq=500 diagnfreq=500" % runs
     theirs, ours = _both(tmp_path, monkeypatch, mb_double, mcmc)
     assert _masked(ours) == _masked(theirs)
     assert "Analysis completed in" in ours and "seconds of CPU time" in ours
@@ -187,22 +189,24 @@ def _acceptance(text: str, heading: str) -> dict[str, float]:
 
 @pytest.mark.slow
 def test_cold_and_heated_acceptance_rates_agree_with_mrbayes(tmp_path, monkeypatch, mb_double):
-    """The heat's statistics: with temp=0.5 the heated chain accepts Dirichlet(Pi) proposals more often
-    than the cold one, in MrBayes and here (before, our "cold chain" table mixed the heats). Each rate is
-    a proportion of ~1,500-3,000 tries; runs differ within a few binomial standard errors."""
-    mcmc = "ngen=30000 nruns=1 nchains=2 temp=0.5 samplefreq=500 printfreq=10000 allchains=yes"
-    theirs, ours = _both(tmp_path, monkeypatch, mb_double, mcmc, model="lset nst=1;")
+    """The heat's statistics, over 4 seeds of 30,000 generations (nst=1, 2 chains, temp=0.5): the mean
+    acceptance rate of each parameter move in the cold and in the heated chain agrees with MrBayes' within
+    3 standard errors of the difference (+1 point); the heated chain accepts Dirichlet(Pi) more often in
+    both (MrBayes ~15 % / ~23 %; before, our "cold" table mixed the heats: ~20 %)."""
+    mcmc = "ngen=30000 nruns=1 nchains=2 temp=0.5 samplefreq=500 printfreq=10000 mcmcdiagn=no allchains=yes"
     cold = 'Acceptance rates for the moves in the "cold" chain:'
     hot = "Acceptance rates for the moves in chain 2 (heated):"
-    for heading in (cold, hot):
-        a, b = _acceptance(theirs, heading), _acceptance(ours, heading)
-        assert a.keys() == b.keys()
-        for move in ("Dirichlet(Pi)", "Slider(Pi)", "Multiplier(V)", "Nodeslider(V)"):
-            p = a[move] / 100
-            se = (2 * p * (1 - p) / 1500) ** 0.5
-            assert abs(a[move] - b[move]) / 100 < 4 * se + 0.01, (heading, move, a[move], b[move])
-    for got in (theirs, ours):
-        assert _acceptance(got, hot)["Dirichlet(Pi)"] > _acceptance(got, cold)["Dirichlet(Pi)"] + 2
+    moves = ("Dirichlet(Pi)", "Slider(Pi)", "Multiplier(V)", "Nodeslider(V)")
+    rates = {"mb": [], "ours": []}
+    for seed in range(1, 5):
+        theirs, ours = _both(tmp_path / str(seed), monkeypatch, mb_double, mcmc, seed=seed, model="lset nst=1;")
+        for side, text in (("mb", theirs), ("ours", ours)):
+            rates[side].append([_acceptance(text, h)[m] for h in (cold, hot) for m in moves])
+    a, b = np.array(rates["mb"]), np.array(rates["ours"])
+    se = np.sqrt(a.var(axis=0, ddof=1) / len(a) + b.var(axis=0, ddof=1) / len(b))
+    assert (np.abs(a.mean(axis=0) - b.mean(axis=0)) < 3 * se + 1.0).all(), (a.mean(axis=0), b.mean(axis=0), se)
+    for side in (a, b):
+        assert side[:, 4].mean() > side[:, 0].mean() + 4       # Dirichlet(Pi): heated above cold
 
 
 def test_each_runs_best_state_is_its_cold_heats_best(tmp_path, monkeypatch):

@@ -146,7 +146,8 @@ def drive(s, con, ckp, place, ss=None) -> None:
     place.agree(lambda: ckp.check_inputs(s, sets, opts))
     with place.guard():
         mc3 = start(s, con, ckp, place, sets, opts, ss)
-        con.print("   Chain results (%d generations requested):" % opts.ngen)
+        con.print("      Chain results (%d generations requested):" % opts.ngen)
+        con.print("")
         with ckp.signals(), reported_with_checkpoint(ckp):
             try:
                 mc3.run()

@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from mbgpu.diagnostics import asdsf_msdsf
+from mbgpu.diagnostics import asdsf_msdsf, split_stddevs
 
 
 def normalise(bits: int, n_taxa: int, outgroup: int = 0) -> int:
@@ -112,6 +112,23 @@ class SplitCounter:
         if n <= 0 or arr.shape[0] == 0:
             return float("nan"), 0.0
         return asdsf_msdsf(arr, n, self.minpartfreq)
+
+
+    def pairwise(self) -> list[tuple[int, int, float, float, int]]:
+        """(run i, run j, average, maximum, qualifying splits) for every pair of runs i < j (0-based): the
+        statistics of `asdsf` on those two runs alone, as MrBayes' allcomps=yes reports them."""
+        _, arr, n = self.counts()
+        out = []
+        for i in range(self.n_runs):
+            for j in range(i + 1, self.n_runs):
+                pair = arr[:, [i, j]]
+                sd = split_stddevs(pair[pair.sum(axis=1) > 0], n, self.minpartfreq) if n > 0 else np.zeros(0)
+                total = 0.0
+                for v in sd:                       # sequential sum like MrBayes
+                    total += float(v)
+                avg = total / sd.size if sd.size else float("nan")
+                out.append((i, j, avg, float(np.max(sd)) if sd.size else 0.0, int(sd.size)))
+        return out
 
 
 def counts_from_runs(runs: Sequence[Sequence[Sequence[int]]], n_runs: int):

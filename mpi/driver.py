@@ -53,6 +53,7 @@ class DistributedMC3(MC3):
     """MC3 over MPI ranks (see the module docstring); `layout` is an mbgpu.mpi.layout.Layout."""
 
     compiled_blocks = False      # swaps and stop signals are collectives: one generation at a time
+    cpu_where = " on processor 0"
 
     def __init__(self, runs, opts, swap_rng, sink, console, comm, layout):
         super().__init__(runs, opts, swap_rng, sink, console)
@@ -79,26 +80,64 @@ class DistributedMC3(MC3):
         if (o.nchains > 1 and self.gen % o.swapfreq == 0) or self.gen % o.printfreq == 0:
             self.sync_scalars()
 
+    def trade_heat_stats(self, took: list) -> None:
+        """MC3.trade_heat_stats across ranks: the accepted swaps of each run compose into one permutation of
+        its chains' heat statistics; a chain whose new heat was held on another rank gets them by message
+        (each rank of the holding group sends to the rank at its own place in the taker's group), as
+        MrBayes' AttemptSwap sends the move info with the heat."""
+        n, mine = self.opts.nchains, set(self.local)
+        offset = self.rank % self.layout.sitesplit
+        sends, recvs = [], []
+        for r in sorted({t[0] for t in took}):
+            src = list(range(n))
+            for r2, a, b in took:
+                if r2 == r:
+                    src[a], src[b] = src[b], src[a]
+            chains = self.runs[r]
+            best = [ch.best_lnl for ch in chains]
+            snap = {q: chains[q].heat_stats() for p, q in enumerate(src) if q != p and (r, q) in mine}
+            for p, q in enumerate(src):
+                if q == p:
+                    continue
+                tag = r * n + p
+                if (r, p) not in mine:
+                    chains[p].best_lnl = best[q]
+                    if (r, q) in mine:
+                        sends.append(self.comm.isend(snap[q], dest=self.layout.owner(r, p) + offset, tag=tag))
+                elif (r, q) in mine:
+                    chains[p].take_heat_stats(snap[q])
+                else:
+                    recvs.append((chains[p], self.layout.owner(r, q) + offset, tag))
+        for ch, source, tag in recvs:
+            ch.take_heat_stats(self.comm.recv(source=source, tag=tag))
+        for req in sends:
+            req.wait()
+
     # -- collectives ------------------------------------------------------------------------------
     def sync_scalars(self) -> None:
         """Every rank learns every chain's lnL, lnPr and best lnL (one allgather)."""
         share_scalars(self.comm, self.runs, self.led)
 
     def sync_cold(self, with_moves: bool) -> None:
-        """Rank 0 receives the current cold chains' tree and values (and moves) from their holders."""
+        """Rank 0 receives the current cold chains' tree and values (and moves) from their holders; with
+        allchains=yes also the moves of the heated chains (the .mcmc file and the summary report them)."""
         mine = []
         if self.rank != 0:
             for r in range(len(self.runs)):
                 ch = self.cold(r)
                 if not isinstance(ch, RemoteChain) and (r, ch.index) in self.led:
                     mine.append((r, ch.index, ch.tree, ch.values, ch.moves if with_moves else None))
+                for hot in self.runs[r] if with_moves and self.opts.allchains else []:
+                    if hot is not ch and not isinstance(hot, RemoteChain) and (r, hot.index) in self.led:
+                        mine.append((r, hot.index, None, None, hot.moves))
         got = self.comm.gather(mine, root=0)
         if self.rank != 0:
             return
         for rows in got:
             for r, c, tree, values, moves in rows:
                 stub = self.runs[r][c]
-                stub.tree, stub.values = tree, values
+                if tree is not None:
+                    stub.tree, stub.values = tree, values
                 if moves is not None:
                     stub.moves = moves
 
@@ -140,6 +179,9 @@ class MpiSink:
         mc3.sync_cold(with_moves=True)
         stat = self.inner.diagnose(gen, mc3) if self.inner is not None else None
         return self.comm.bcast(stat, root=0)
+
+    def comparison_lines(self) -> list[str]:
+        return self.inner.comparison_lines() if self.inner is not None else []
 
     def close(self) -> None:
         if self.inner is not None:

@@ -20,10 +20,12 @@ from mbgpu.jit import JIT_OPTIONS
 
 
 @numba.njit(**JIT_OPTIONS)
-def swap_heats(draws, ranks, temp, nswaps, tried, accepted, lnl, lnpr, power, r0, r1):
+def swap_heats(draws, ranks, temp, nswaps, tried, accepted, lnl, lnpr, power, counts, last_rate, tuning, tree_batches,
+               best, r0, r1):
     """MC3.swap_all over arrays for runs r0 <= r < r1: nswaps heat swaps per run (ranks[r, position] =
     heat rank; chain r * nchains + position), run r's swap s from draws[3 (r nswaps + s) ...] (one
-    generation's draws of the swap stream for every run), as mbgpu.sampler.swaps.swap_with (lnL at `power`)."""
+    generation's draws of the swap stream for every run), as mbgpu.sampler.swaps.swap_with (lnL at `power`);
+    an accepted swap also exchanges the two chains' move statistics and best lnL (swap_one)."""
     n = ranks.shape[1]
     if n < 2:
         return
@@ -31,7 +33,8 @@ def swap_heats(draws, ranks, temp, nswaps, tried, accepted, lnl, lnpr, power, r0
         for s in range(nswaps):
             i = 3 * (r * nswaps + s)
             a, b = swap_pair(draws[i], draws[i + 1], n)
-            swap_one(r, a, b, draws[i + 2], ranks, temp, tried, accepted, lnl, lnpr, power)
+            swap_one(r, a, b, draws[i + 2], ranks, temp, tried, accepted, lnl, lnpr, power, counts, last_rate, tuning,
+                     tree_batches, best)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -50,7 +53,7 @@ def run_block(n_gen, first_gen, swapfreq, row0, draws, head, pars, tail, pri, sm
     generations completed, chains in `failed`): DONE; BAD_LNL (`failed[0]`'s proposal gave a NaN or +inf
     lnL); HOST_MODEL (in the generation after those completed, the chains in `failed` have proposed and
     planned but need their model from the host; the others have finished it)."""
-    ranks, temp, nswaps, tried, sw_acc, lnl, lnpr, power = swap_args
+    ranks = swap_args[0]
     n_chains, n_runs = failed.shape[0], ranks.shape[0]
     for g in range(n_gen):
         nf = 0
@@ -67,9 +70,8 @@ def run_block(n_gen, first_gen, swapfreq, row0, draws, head, pars, tail, pri, sm
             return HOST_MODEL, g, nf
         gen = first_gen + g
         if gen % swapfreq == 0 and ranks.shape[1] > 1:
-            swap_heats(draws[gen // swapfreq - row0], ranks, temp, nswaps, tried, sw_acc, lnl, lnpr, power, 0,
-                       n_runs)
-            _heats(ranks, temp, heats, 0, n_runs)
+            swap_heats(draws[gen // swapfreq - row0], *swap_args, 0, n_runs)
+            _heats(ranks, swap_args[1], heats, 0, n_runs)
     return DONE, n_gen, 0
 
 
@@ -131,7 +133,8 @@ class BlockRunner:
         power = float(o.power)
         job = _Job(first, last, int(o.swapfreq), row0, draws, heats,
                    core.decide_args(heats, o.tunefreq, o.autotune, power),
-                   (ranks, float(o.temp), int(o.nswaps), tried, sw_acc, core.lnl, core.lnpr, power), o)
+                   (ranks, float(o.temp), int(o.nswaps), tried, sw_acc, core.lnl, core.lnpr, power)
+                   + core.heat_stats(), o)
         workers = min(numba.get_num_threads(), self.n_chains)
         if workers > 1:
             self._handoff(job, workers)

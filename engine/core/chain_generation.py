@@ -17,9 +17,25 @@ DONE, BAD_LNL, HOST_MODEL = 0, 1, 2     # how a chain's generation ended
 
 
 @numba.njit(**JIT_OPTIONS)
-def swap_one(r, a, b, d2, ranks, temp, tried, accepted, lnl, lnpr, power):
+def exchange_stats(ca, cb, counts, last_rate, tuning, tree_batches, best):
+    """Chains ca and cb trade their move counters, tuning and best lnL: in MrBayes these belong to a heat
+    (they are indexed by chainId), so they go with the heat when a swap exchanges it."""
+    for m in range(counts.shape[1]):
+        for k in range(counts.shape[2]):
+            counts[ca, m, k], counts[cb, m, k] = counts[cb, m, k], counts[ca, m, k]
+        last_rate[ca, m], last_rate[cb, m] = last_rate[cb, m], last_rate[ca, m]
+        tree_batches[ca, m], tree_batches[cb, m] = tree_batches[cb, m], tree_batches[ca, m]
+        for t in range(tuning.shape[2]):
+            tuning[ca, m, t], tuning[cb, m, t] = tuning[cb, m, t], tuning[ca, m, t]
+    best[ca], best[cb] = best[cb], best[ca]
+
+
+@numba.njit(**JIT_OPTIONS)
+def swap_one(r, a, b, d2, ranks, temp, tried, accepted, lnl, lnpr, power, counts, last_rate, tuning, tree_batches,
+             best):
     """Run r's heat swap between positions a and b (chains r n + a, r n + b) with uniform d2, as
-    mbgpu.sampler.swaps.swap_with (lnL at `power`): counts it, swaps their heat ranks when accepted."""
+    mbgpu.sampler.swaps.swap_with (lnL at `power`): counts it; when accepted swaps their heat ranks and
+    the statistics that go with a heat (exchange_stats). Returns whether it was accepted."""
     n = ranks.shape[1]
     ra, rb = ranks[r, a], ranks[r, b]
     ca, cb = r * n + a, r * n + b
@@ -32,6 +48,8 @@ def swap_one(r, a, b, d2, ranks, temp, tried, accepted, lnl, lnpr, power):
     if ok:
         accepted[r, i, j] += 1
         ranks[r, a], ranks[r, b] = rb, ra
+        exchange_stats(ca, cb, counts, last_rate, tuning, tree_batches, best)
+    return ok
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -2,7 +2,9 @@
 swaps, and which two chains a swap pairs is fixed by its draws, known before the block; so a chain may
 run ahead until its next swap, and waits only for that swap's partner. Even then it need not idle: its
 next generation's proposal and likelihood (chain_propose) do not depend on its heat, only the decision
-does (chain_decide), so a chain owing a swap computes its next proposal while it waits. Each thread
+does (chain_decide), so a chain owing a swap computes its next proposal while it waits; the proposal uses
+the move tuning of the chain's heat, so an accepted swap (which hands the tuning on with the heat) drops
+it and the chain proposes again from the same draws. Each thread
 takes whatever chain can move (its own first, for its caches): a chain's next generation or its
 part, or a swap whose two chains have both reached it. A chain is held by one thread at a time (an
 atomic claim); its rows are handed between threads through the claim's release and acquire
@@ -82,10 +84,22 @@ def owes_swap(c: int, state: np.ndarray, events) -> bool:
 
 
 @numba.njit(**JIT_OPTIONS)
-def _swap(c, e, state, events, swap_args, heats):
+def _forget_ahead(x, state, shared):
+    """Chain x (claimed) took another heat's tuning in a swap: a proposal it made ahead of the swap (waiting
+    for its decision, or parked for its model) used the old tuning, so it is dropped and its stream rewound
+    to its last decision; the chain proposes again, with the draws and tuning of the one-thread loop."""
+    if atomics.load(state, x * PAD + AHEAD) != 0 or atomics.load(state, x * PAD + PARKED) == 1:
+        rng, rng_out = shared[0], shared[1]
+        rng[x, :] = rng_out[x, :]
+        atomics.store(state, x * PAD + AHEAD, 0)
+        atomics.store(state, x * PAD + PARKED, 0)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _swap(c, e, state, events, swap_args, heats, shared):
     """Swap e if its other chain has reached it too; both claimed while it is done."""
     ev, u, own, count = events
-    ranks, temp, _, tried, accepted, lnl, lnpr, power = swap_args
+    ranks, temp = swap_args[0], swap_args[1]
     n = ranks.shape[1]
     r = ev[e, 1]
     q = r * n + ev[e, 2] if c != r * n + ev[e, 2] else r * n + ev[e, 3]
@@ -102,10 +116,12 @@ def _swap(c, e, state, events, swap_args, heats):
              and atomics.load(state, q * PAD + GEN) == ev[e, 0] and _pending(q, state, own, count) == e)
     if ready:
         a, b = ev[e, 2], ev[e, 3]
-        swap_one(r, a, b, u[e], ranks, temp, tried, accepted, lnl, lnpr, power)
+        took = swap_one(r, a, b, u[e], swap_args[0], temp, *swap_args[3:])
         heats[r * n + a] = 1.0 / (1.0 + temp * ranks[r, a])
         heats[r * n + b] = 1.0 / (1.0 + temp * ranks[r, b])
         for x in (c, q):
+            if took:
+                _forget_ahead(x, state, shared)
             atomics.store(state, x * PAD + NEXT, atomics.load(state, x * PAD + NEXT) + 1)
     atomics.store(state, q * PAD + CLAIM, 0)
     atomics.store(state, c * PAD + CLAIM, 0)
@@ -127,7 +143,7 @@ def _look(c, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec
     owes = e >= 0 and ev[e, 0] == g
     swapped = NOTHING
     if owes:
-        swapped = _swap(c, e, state, events, swap_args, heats)
+        swapped = _swap(c, e, state, events, swap_args, heats, shared)
         if swapped == DID:
             return DID
     if atomics.load(state, at + PARKED) != 0 or g >= last:

@@ -152,6 +152,8 @@ def decide_all(rng, heat, power, parent, kids, brlen, theta, parent_p, kids_p, b
         if log_h[c] == -math.inf:
             _record(c, m, False, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target,
                     is_alpha, mparam)
+            if lnl[c] > best[c]:
+                best[c] = lnl[c]
             continue
         new_sum, old_sum = 0.0, 0.0
         for d in range(n_div):
@@ -179,8 +181,8 @@ def decide_all(rng, heat, power, parent, kids, brlen, theta, parent_p, kids_p, b
             lnl[c], lnpr[c], brl[c] = new_lnl, new_lnpr, new_brl
             if k >= 0:
                 pterm[c, k] = pterm_new[c]
-            if new_lnl > best[c]:
-                best[c] = new_lnl
+        if lnl[c] > best[c]:           # MrBayes' maxLnL0: the state after every step, of the chain's heat
+            best[c] = lnl[c]
         _record(c, m, ok, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target, is_alpha,
                 mparam)
     return -1

@@ -12,6 +12,7 @@ import numba
 import numpy as np
 
 from mbgpu.core import trees as T
+from mbgpu.core.chain_generation import exchange_stats
 from mbgpu.core.constraint_check import no_constraints
 from mbgpu.core.device_division import DeviceDivision, device_backend
 from mbgpu.core.division import PROP, DivisionArrays, host_buffers
@@ -69,6 +70,7 @@ class CoreStepper:
         self.rng = np.stack([_stream(ch) for ch in chains])
         self.rng_out = self.rng.copy()          # each chain's random state after its last decision
         self.ahead = None                       # group 0's next generation, proposed and launched early
+        self.ahead_stale = False                # a swap handed a chain of group 0 another heat's tuning since
         self._heats = ([], 0.0, None)           # (ranks, temp, heats) of the last heats_for
         ctx = first.ctx
         self.lo, self.hi = brlen_bounds(ctx.brlens_prior)
@@ -154,8 +156,7 @@ class CoreStepper:
         tickets = []
         for g in range(k):
             if g == 0 and self.ahead is not None:
-                tickets.append(self.ahead)
-                self.ahead = None
+                tickets.append(self._ahead_or_again(bounds[1]))
             else:
                 tickets.append(self._start(bounds[g], bounds[g + 1], g))
         for g in range(k):
@@ -165,6 +166,38 @@ class CoreStepper:
             self.finish(heats, tunefreq, autotune, c0, c1, power)
             if g == 0 and k > 1:
                 self.ahead = self._start(c0, c1, 0)
+
+    def _ahead_or_again(self, c1: int) -> list:
+        """Group 0's tickets launched ahead; proposed again (streams rewound to their last decision) when a
+        swap has since changed the tuning of one of its chains (exchange)."""
+        tickets, self.ahead = self.ahead, None
+        if not self.ahead_stale:
+            return tickets
+        self.ahead_stale = False
+        for d, ticket in zip(self.divisions, tickets):
+            d.collect(ticket)
+        self.rng[:c1] = self.rng_out[:c1]
+        return self._start(0, c1, 0)
+
+    def heat_stats(self) -> tuple:
+        """The rows that go with a chain's heat (chain_generation.exchange_stats): move counters, last
+        rates, tuning, tree-move batches, best lnL."""
+        mv = self.moves
+        return mv.counts, mv.last_rate, mv.tuning, mv.tree_batches, self.best
+
+    def exchange(self, a: int, b: int) -> None:
+        """Chains a and b swapped heats: they trade the heat's statistics; a proposal made ahead for either
+        is made again (it used the old tuning)."""
+        exchange_stats(a, b, *self.heat_stats())
+        if self.ahead is not None:
+            self.ahead_stale = True
+
+    def take_stats(self, c: int, moves, best: float) -> None:
+        """Chain c took a heat held elsewhere (another process): its statistics from those move objects."""
+        self.moves.load(c, moves)
+        self.best[c] = best
+        if self.ahead is not None:
+            self.ahead_stale = True
 
     def finish(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int, power: float = 1.0) -> None:
         """Chains c0..c1-1, their likelihoods computed: decide, keep what was accepted, note their streams."""

@@ -4,6 +4,8 @@ maximum with `diagnstat=maxstddev`), one row per diagnostics generation.
 
 With one run the columns carry no run suffix (`Multiplier(V)$acc`, `Swap(1<>2)$acc`) and there is no
 split-frequency column; the bracketed preamble names only the kinds of column the file has.
+`allchains=yes`: the moves of every chain (heat), suffixed `_run1_chn2` even with one run;
+`allcomps=yes`: after the statistic, the same statistic for every pair of runs (`AvgStdDev(s)(run1_run2)`).
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from typing import TextIO
 
 _GEN = "[   Gen                --  Generation]"
 _MOVE = "[   <name1>(<name2>)$acc_run2      --  Acceptance rate of move <name1> changing parameter 1 in run 2]"
+_MOVE_ALL = ("[   <name1>(<name2>)$acc_run2_chn3 --  Acceptance rate of move <name1> changing parameter <name2> in run "
+             "2, chain 3]")
 _SWAP = {True: "[   Swap(1<>2)$acc_run3            --  Acceptance rate of swaps between chains 1 and 2 in run 3]",
          False: "[   Swap(1<>2)$acc                 --  Acceptance rate of swaps between chains 1 and 2]"}
 _STAT = {"Avgstddev": ("AvgStdDev(s)", "Average"), "Maxstddev": ("MaxStdDev(s)", "Maximum")}
@@ -35,30 +39,40 @@ def column_name(move_name: str) -> str:
     return "%s(%s)" % (head, inner)
 
 
-def preamble(nruns: int, nchains: int, diagnstat: str = "Avgstddev") -> list[str]:
+def preamble(nruns: int, nchains: int, diagnstat: str = "Avgstddev", allchains: bool = False,
+             allcomps: bool = False) -> list[str]:
     """The bracketed lines between `[ID: ...]` and the header."""
-    lines = [_GEN, _MOVE]
+    lines = [_GEN, _MOVE_ALL if allchains else _MOVE]
     if nchains > 1:
         lines.append(_SWAP[nruns > 1])
-    if nruns > 1:
+    if nruns > 1 and allcomps:
+        lines.append("[   StdDev(s)(run1-run2)           --  %s standard deviation of split frequencies between runs 1 "
+                     "and 2]" % _STAT[diagnstat][1])
+    elif nruns > 1:
         lines.append("[   StdDev(s)                      --  %s standard deviation of split frequencies]"
                      % _STAT[diagnstat][1])
     return lines
 
 
-def columns(moves_per_run: list[list], nchains: int, diagnstat: str = "Avgstddev") -> list[str]:
-    """The column names: per run its moves (acceptance, then tuning if autotuned) and chain pairs."""
+def columns(moves_per_run: list[list], nchains: int, diagnstat: str = "Avgstddev", allchains: bool = False,
+            allcomps: bool = False) -> list[str]:
+    """The column names: per run its moves (acceptance, then tuning if autotuned) and chain pairs; with
+    `allchains` moves_per_run[r] holds the move lists of run r's chains by heat."""
     multi = len(moves_per_run) > 1
     cols = ["Gen"]
     for run, moves in enumerate(moves_per_run, 1):
-        tail = "_run%d" % run if multi else ""
-        for m in moves:
-            cols.append("%s$acc%s" % (column_name(m.name), tail))
-            if _tuned(m):
-                cols.append("%s$%s%s" % (column_name(m.name), m.tuning_name, tail))
+        groups = moves if allchains else [moves]
+        for chain, group in enumerate(groups, 1):
+            tail = "_run%d_chn%d" % (run, chain) if allchains else "_run%d" % run if multi else ""
+            for m in group:
+                cols.append("%s$acc%s" % (column_name(m.name), tail))
+                if _tuned(m):
+                    cols.append("%s$%s%s" % (column_name(m.name), m.tuning_name, tail))
         cols += ["Swap(%d<>%d)$acc%s" % (i, j, "(%d)" % run if multi else "") for i, j in _pairs(nchains)]
     if multi:
         cols.append(_STAT[diagnstat][0])
+        if allcomps:
+            cols += ["%s(run%d_run%d)" % (_STAT[diagnstat][0], i, j) for i, j in _pairs(len(moves_per_run))]
     return cols
 
 
@@ -70,30 +84,44 @@ class McmcFileWriter:
     """
 
     def __init__(self, stream: TextIO, run_id: int, moves_per_run: list[list] | None, nchains: int,
-                 with_stddev: bool, *, header: bool = True, diagnstat: str = "Avgstddev"):
-        """`header=False`: continue an existing file (after a checkpoint); `moves_per_run` may then be None."""
+                 with_stddev: bool, *, header: bool = True, diagnstat: str = "Avgstddev", allchains: bool = False,
+                 allcomps: bool = False):
+        """`header=False`: continue an existing file (after a checkpoint); `moves_per_run` may then be None.
+        `allchains`: moves_per_run[r] is the list of run r's chains' move lists, by heat."""
         self.stream, self.nchains, self.with_stddev = stream, nchains, with_stddev
+        self.allchains, self.allcomps = allchains, allcomps
         if not header:
             return
         assert with_stddev == (len(moves_per_run) > 1), "MrBayes writes the statistic exactly when nruns > 1"
-        lines = ["[ID: %d]" % run_id] + preamble(len(moves_per_run), nchains, diagnstat)
-        stream.write("\n".join(lines + ["\t".join(columns(moves_per_run, nchains, diagnstat))]) + "\n")
+        lines = ["[ID: %d]" % run_id] + preamble(len(moves_per_run), nchains, diagnstat, allchains, allcomps)
+        cols = columns(moves_per_run, nchains, diagnstat, allchains, allcomps)
+        stream.write("\n".join(lines + ["\t".join(cols)]) + "\n")
 
-    def row(self, gen: int, moves_per_run: list[list], swaps_per_run: list, stddev: float | None) -> None:
+    def row(self, gen: int, moves_per_run: list[list], swaps_per_run: list, stddev: float | None,
+            pairs: list[float] | None = None) -> None:
+        """One diagnostics row; `pairs`: the statistic of every pair of runs (allcomps)."""
         out = [str(gen)]
         for moves, swaps in zip(moves_per_run, swaps_per_run):
-            for m in moves:
-                rate = m.counts.get("last_rate")
-                out.append("NA" if rate is None else "%f" % rate)
-                if _tuned(m):
-                    out.append("%e" % m.tuning)
+            for group in moves if self.allchains else [moves]:
+                for m in group:
+                    rate = m.counts.get("last_rate")
+                    out.append("NA" if rate is None else "%f" % rate)
+                    if _tuned(m):
+                        out.append("%e" % m.tuning)
             for i, j in _pairs(self.nchains):
                 tried, acc = swaps.tried[i - 1][j - 1], swaps.accepted[i - 1][j - 1]
                 out.append("%f" % (acc / tried) if tried else "NA")
         if self.with_stddev:
-            out.append("NA" if stddev is None else "-nan" if math.isnan(stddev) else "%f" % stddev)
+            out.append(_stat(stddev))
+            if self.allcomps:
+                n_pairs = len(moves_per_run) * (len(moves_per_run) - 1) // 2
+                out += [_stat(v) for v in (pairs if pairs is not None else [None] * n_pairs)]
         self.stream.write("\t".join(out) + "\n")
         self.stream.flush()
+
+
+def _stat(v: float | None) -> str:
+    return "NA" if v is None else "-nan" if math.isnan(v) else "%f" % v
 
 
 

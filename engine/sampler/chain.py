@@ -107,6 +107,27 @@ class Chain:
         assert self._core is None, "the compiled core holds this chain's state"
         self._moves = moves
 
+    def trade_heat_stats(self, other: "Chain") -> None:
+        """This chain and `other` swapped heats: they trade the move counters, tuning and best lnL, which in
+        MrBayes belong to a heat (indexed by chainId), not to a chain's state."""
+        held, held_other = self._core, other._core
+        if held is not None:
+            held[0].exchange(held[1], held_other[1])
+        self._moves, other._moves = other._moves, self._moves
+        self.best_lnl, other.best_lnl = other.best_lnl, self.best_lnl
+
+    def heat_stats(self) -> tuple:
+        """(moves, best lnL): what goes with this chain's heat, to hand to the chain that takes it."""
+        return self.moves, self.best_lnl
+
+    def take_heat_stats(self, stats: tuple) -> None:
+        """Adopt the statistics of the heat this chain now has (heat_stats of the chain that had it)."""
+        moves, best = stats
+        self._moves, self.best_lnl = moves, best
+        if self._core is not None:
+            stepper, slot = self._core
+            stepper.take_stats(slot, moves, best)
+
     # -- likelihood ------------------------------------------------------------------------
     def _model_of(self, part: PartSlot, values):
         return self.models.get(spec_with_values(part.spec, self.params, values, part.division))
@@ -189,6 +210,7 @@ class Chain:
         move, got, prior = pending
         if got is None:
             record(move, False, tunefreq, autotune)
+            self.best_lnl = max(self.best_lnl, self.lnl)
             return
         tree, values, log_h, touched, old = got
         lnl = self.lnl + sum(p.inc.lnl for p in touched) - old
@@ -203,5 +225,5 @@ class Chain:
         if accepted:
             self.tree, self.values, self.lnl, self.lnpr = tree, values, lnl, lnpr
             self._terms = terms
-            self.best_lnl = max(self.best_lnl, lnl)
+        self.best_lnl = max(self.best_lnl, self.lnl)     # MrBayes' maxLnL0: after every step, at its heat
         record(move, accepted, tunefreq, autotune)

@@ -14,7 +14,9 @@ import numpy as np
 
 from mbgpu.core.block import BlockRunner
 from mbgpu.sampler.batch_step import step_generation
-from mbgpu.sampler.screen import IND, acceptance_table, chain_line, heat_table, hms, swap_table
+from mbgpu.sampler.screen import (IND, acceptance_table, acceptance_title, best_state_lines, chain_line,
+                                  convergence_warning, duration, heat_table, hms, swap_legend, swap_table,
+                                  swap_width)
 from mbgpu.sampler.swaps import SwapTable, swap_with
 
 
@@ -42,6 +44,8 @@ class RunOptions:
     stopval: float
     printall: bool = True
     printmax: int = 8
+    allchains: bool = False   # acceptance rates of every chain (.mcmc columns, end-of-run tables)
+    allcomps: bool = False    # split-frequency deviations of every pair of runs (screen table, .mcmc columns)
     power: float = 1.0    # the likelihood's power in every acceptance: a stepping-stone step's (ss), else 1.0
 
     @classmethod
@@ -50,7 +54,8 @@ class RunOptions:
         return cls(m["Ngen"], m["Nruns"], m["Nchains"], m["Temp"], m["Swapfreq"], m["Nswaps"], m["Samplefreq"],
                    m["Printfreq"], m["Diagnfreq"], yes("Mcmcdiagn"), m["Tunefreq"], yes("Autotune"),
                    m["Minpartfreq"], m["Burninfrac"], yes("Relburnin"), m["Burnin"], yes("Stoprule"), m["Stopval"],
-                   yes("Printall") if "Printall" in m else True, int(m.get("Printmax", 8)))
+                   yes("Printall") if "Printall" in m else True, int(m.get("Printmax", 8)),
+                   m.get("Allchains") == "Yes", m.get("Allcomps") == "Yes")
 
 
 class MC3:
@@ -77,6 +82,7 @@ class MC3:
     def run(self) -> int:
         """Advance to ngen (or until the stop rule fires); returns the last generation."""
         o, start, first = self.opts, time.time(), self.gen
+        wall0, cpu0 = int(start), time.process_time()
         if first == 0:  # a continuation (gen > 0, restored from a checkpoint) has sampled it already
             self.sink.sample(0, self)
             self.console.print(chain_line(0, self.runs, self.ranks, None, o.printall, o.printmax))
@@ -108,13 +114,21 @@ class MC3:
             if self.stepping is not None:
                 self._stepping(gen)
             elif o.mcmcdiagn and gen % o.diagnfreq == 0:
+                if o.nruns > 1:
+                    self.console.print("")
                 stat = self.sink.diagnose(gen, self)
-                if stat is not None and o.stoprule and stat <= o.stopval:
+                stop = stat is not None and o.stoprule and stat <= o.stopval
+                if o.nruns > 1 and gen < o.ngen - o.printfreq and not stop:
+                    self.console.print("")
+                for line in self.sink.comparison_lines():
+                    self.console.print(line)
+                if stop:
                     self.console.print("%sStopping: the diagnostic %.6f is below stopval %.3f" % (IND, stat, o.stopval))
                     break
             if self.after_generation is not None and self.after_generation(self, gen):
                 break
         self.elapsed = time.time() - start
+        self.wall_seconds, self.cpu_seconds = int(time.time()) - wall0, time.process_time() - cpu0
         return self.gen
 
     def _stepping(self, gen: int) -> None:
@@ -129,6 +143,8 @@ class MC3:
                 ss.note_split_stat(gen, self.sink.splits)
                 if gen < o.ngen - o.printfreq:
                     self.console.print("")
+                for line in self.sink.comparison_lines():
+                    self.console.print(line)
         if gen % o.samplefreq == 0:
             ss.after_sample(gen, self)
 
@@ -156,32 +172,47 @@ class MC3:
         if o.nchains < 2:
             return
         draws = self.swap_rng.random(3 * o.nswaps * len(self.runs)).tolist()
-        i = 0
+        i, took = 0, []
         for r, chains in enumerate(self.runs):
             for _ in range(o.nswaps):
-                swap_with(chains, self.ranks[r], o.temp, draws[i:i + 3], self.swaps[r], o.power)
+                pair = swap_with(chains, self.ranks[r], o.temp, draws[i:i + 3], self.swaps[r], o.power)
+                if pair is not None:
+                    took.append((r,) + pair)
                 i += 3
+        if took:
+            self.trade_heat_stats(took)
+
+    def trade_heat_stats(self, took: list) -> None:
+        """The chains of each accepted swap (run, position a, position b), in order, trade the statistics
+        that go with a heat (Chain.trade_heat_stats)."""
+        for r, a, b in took:
+            self.runs[r][a].trade_heat_stats(self.runs[r][b])
+
+    cpu_where = ""    # after "seconds of CPU time" (an MPI run: " on processor 0", as MrBayes' MPI build)
+
+    def at_heat(self, run: int, rank: int):
+        """The chain of run `run` that has heat rank `rank` now (0: the cold chain)."""
+        return self.runs[run][self.ranks[run].index(rank)]
 
     def summary(self) -> list[str]:
-        """MrBayes' end-of-run report: time, best states, acceptance rates, swaps, heats."""
-        lines = ["", "%sAnalysis completed in %s" % (IND, _duration(self.elapsed))]
-        for r in range(len(self.runs)):
-            lines.append('%sLikelihood of best state for "cold" chain of run %d was %.2f'
-                         % (IND, r + 1, max(c.best_lnl for c in self.runs[r])))
+        """MrBayes' end-of-run report: time, best states, acceptance rates (of every chain with
+        allchains=yes), swaps, heats."""
+        o = self.opts
+        lines = ["", "%sAnalysis completed in %s" % (IND, duration(self.wall_seconds)),
+                 "%sAnalysis used %.2f seconds of CPU time%s" % (IND, self.cpu_seconds, self.cpu_where)]
+        lines += best_state_lines([self.cold(r).best_lnl for r in range(len(self.runs))], o.nchains)
         if self.stepping is not None:
             lines += self.stepping.summary_lines()
         for r in range(len(self.runs)):
-            lines += [""] + acceptance_table(r + 1, self.cold(r).moves)
-        if self.opts.nchains > 1:
+            for h in range(o.nchains if o.allchains else 1):
+                lines += acceptance_title(r + 1, h, len(self.runs), o.nchains)
+                lines += acceptance_table(self.at_heat(r, h).moves, o.tunefreq)
+        if o.nchains > 1:
+            width = swap_width(self.swaps)
             for r in range(len(self.runs)):
-                lines += [""] + swap_table(r + 1, self.swaps[r], self.opts.nchains)
-            lines += [""] + heat_table(self.opts.nchains, self.opts.temp)
+                lines += [""] + swap_table(r + 1, self.swaps[r], o.nchains, len(self.runs), width)
+            lines += [""] + swap_legend() + [""] + heat_table(o.nchains, o.temp) + [""]
+        avg = getattr(self.sink, "last_avg", None)
+        if self.stepping is None and o.nruns > 1 and o.mcmcdiagn and avg is not None and avg > 0.10:
+            lines += [""] + convergence_warning(avg)
         return lines
-
-
-def _duration(seconds: float) -> str:
-    s = int(round(seconds))
-    if s < 60:
-        return "%d seconds" % s
-    return "%d mins %d seconds" % (s // 60, s % 60) if s < 3600 else "%d hours %d mins %d seconds" % (
-        s // 3600, (s % 3600) // 60, s % 60)

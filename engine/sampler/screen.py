@@ -43,38 +43,84 @@ def hms(seconds: float) -> str:
     return "%d:%02d:%02d" % (s // 3600, (s % 3600) // 60, s % 60)
 
 
-def acceptance_table(run: int, moves) -> list[str]:
-    lines = ['%sAcceptance rates for the moves in the "cold" chain of run %d:' % (IND, run),
-             "%s   With prob.   (last 100)   chain accepted proposals by move" % IND]
+def acceptance_title(run: int, heat: int, nruns: int, nchains: int) -> list[str]:
+    """The lines before the acceptance table of run `run`'s chain at heat rank `heat` (1-based run), as
+    MrBayes 3.2.7a words them: no blank line with one chain per run; a heated chain's has one after."""
+    if nchains == 1:
+        return [IND + ("Acceptance rates for the moves:" if nruns == 1 else "Acceptance rates for the moves in run %d:"
+                       % run)]
+    if heat == 0:
+        return ["", IND + ('Acceptance rates for the moves in the "cold" chain:' if nruns == 1 else
+                           'Acceptance rates for the moves in the "cold" chain of run %d:' % run)]
+    where = "chain %d" % (heat + 1) if nruns == 1 else "chain %d of run %d" % (heat + 1, run)
+    return ["", IND + "Acceptance rates for the moves in %s (heated):" % where, ""]
+
+
+def acceptance_table(moves, tunefreq: int) -> list[str]:
+    """Each move's acceptance rate over the run and over its last `tunefreq` tries; `NA NA` for a move that
+    has not had `tunefreq` tries yet (MrBayes prints a rate only after a first tuning batch)."""
+    lines = ["%s   With prob.   (last %d)   chain accepted proposals by move" % (IND, tunefreq)]
     for m in moves:
         c = m.counts
-        if not c["tried"]:
-            lines.append("%s      NA           NA       %s" % (IND, m.name))
-            continue
-        last = c.get("last_rate")
-        last_txt = "(%3d %%)" % round(100 * last) if last is not None else "( NA  )"
-        lines.append("%s     %5.1f %%     %s     %s" % (IND, 100.0 * c["accepted"] / c["tried"], last_txt, m.name))
+        if c.get("batches", 0) < 1:
+            lines.append("%s       NA           NA       %s" % (IND, m.name))
+        else:
+            lines.append("%s    %6.1f %%     (%3.0f %%)     %s" % (IND, 100.0 * c["accepted"] / c["tried"],
+                                                               100.0 * c["last_rate"], m.name))
     return lines
 
 
-def swap_table(run: int, table, nchains: int) -> list[str]:
-    head = "".join("%6d" % (j + 1) for j in range(nchains))
-    lines = ["%sChain swap information for run %d:" % (IND, run), "%s       %s " % (IND, head),
-             "%s     %s" % (IND, "-" * (6 * nchains + 2))]
+def swap_table(run: int, table, nchains: int, nruns: int, width: int = 6) -> list[str]:
+    """One run's "Chain swap information" table in MrBayes' layout: cells `width` wide (swap_width), a
+    trailing space."""
+    title = "Chain swap information:" if nruns == 1 else "Chain swap information for run %d:" % run
+    lines = [IND + title, "", "%s      %s " % (IND, "".join("%*d" % (width, j + 1) for j in range(nchains))),
+             "%s     %s" % (IND, "-" * (width * nchains + 2))]
     for i in range(nchains):
         cells = []
         for j in range(nchains):
             if i == j:
-                cells.append("      ")
+                cells.append(" " * width)
             elif i < j:
                 t = table.tried[i][j]
-                cells.append("  %4.2f" % (table.accepted[i][j] / t) if t else "    NA")
+                cells.append("%*.2f" % (width, table.accepted[i][j] / t) if t else "%*s" % (width, "NA"))
             else:
-                cells.append("%6d" % table.tried[j][i])
-        lines.append("%s   %d |%s" % (IND, i + 1, "".join(cells)))
-    lines += ["", "%sUpper diagonal: Proportion of successful state exchanges between chains" % IND,
-              "%sLower diagonal: Number of attempted state exchanges between chains" % IND]
+                cells.append("%*d" % (width, table.tried[j][i]))
+        lines.append("%s%4d |%s " % (IND, i + 1, "".join(cells)))
     return lines
+
+
+def swap_width(tables) -> int:
+    """MrBayes' cell width: two more than the digits of the largest count of attempts, at least 6."""
+    most = max((max(row) for t in tables for row in t.tried), default=0)
+    return max(6, len(str(most)) + 2)
+
+
+def swap_legend() -> list[str]:
+    return ["%sUpper diagonal: Proportion of successful state exchanges between chains" % IND,
+            "%sLower diagonal: Number of attempted state exchanges between chains" % IND]
+
+
+def best_state_lines(bests: list[float], nchains: int) -> list[str]:
+    """MrBayes' "best state" lines: the best lnL each run's cold heat reached."""
+    if len(bests) == 1:
+        what = "Log likelihood of best state was" if nchains == 1 else \
+            'Log likelihood of best state for "cold" chain was'
+        return ["%s%s %.2f" % (IND, what, bests[0])]
+    what = "Likelihood of best state for run %d was" if nchains == 1 else \
+        'Likelihood of best state for "cold" chain of run %d was'
+    return ["%s%s %.2f" % (IND, what % (r + 1), b) for r, b in enumerate(bests)]
+
+
+def duration(seconds: int) -> str:
+    """MrBayes' "Analysis completed in ..." wording for whole seconds of wall time."""
+    if seconds > 3600:
+        return "%d hours %d mins %d seconds" % (seconds // 3600, (seconds % 3600) // 60, seconds % 60)
+    if seconds > 60:
+        return "%d mins %d seconds" % (seconds // 60, seconds % 60)
+    if seconds > 2:
+        return "%d seconds" % seconds
+    return "1 second" if seconds >= 1 else "less than 1 second"
 
 
 def heat_table(nchains: int, temp: float) -> list[str]:
@@ -84,3 +130,37 @@ def heat_table(nchains: int, temp: float) -> list[str]:
     lines += ["", "%sHeat = 1 / (1 + T * (ID - 1))" % IND,
               "%s   (where T = %.2f is the temperature and ID is the chain number)" % (IND, temp)]
     return lines
+
+
+def comparison_table(pairs, nruns: int, maximum: bool) -> list[str]:
+    """allcomps=yes: the statistic of every pair of runs above the diagonal and their qualifying splits
+    below it (splits.SplitCounter.pairwise), then a blank line, as MrBayes' PrintTopConvInfo."""
+    cell = {(i, j): (avg, mx, n) for i, j, avg, mx, n in pairs}
+    lines = ["%sPairwise %s standard deviation of split frequencies (upper triangle)"
+             % (IND, "maximum" if maximum else "average"),
+             "%s   and number of qualifying splits for each comparison (lower triangle):" % IND, "",
+             "%s      %s " % (IND, "".join("%7d" % (j + 1) for j in range(nruns))),
+             "%s     %s" % (IND, "-" * (7 * nruns + 2))]
+    for i in range(nruns):
+        cells = []
+        for j in range(nruns):
+            if i == j:
+                cells.append("       ")
+            elif i < j:
+                avg, mx, _ = cell[(i, j)]
+                cells.append("%7.3f" % (mx if maximum else avg))
+            else:
+                cells.append("%7d" % cell[(j, i)][2])
+        lines.append("%s%4d |%s " % (IND, i + 1, "".join(cells)))
+    return lines + [""]
+
+
+def convergence_warning(avg: float) -> list[str]:
+    """MrBayes' warning after a run whose last average standard deviation of split frequencies exceeds
+    0.10 (the average even with diagnstat=maxstddev)."""
+    return [IND + "************************* WARNING!! ************************************  ",
+            IND + "MrBayes suspects that your runs have not converged because the tree       ",
+            IND + "samples are very different (average standard deviation of split frequen-  ",
+            IND + "cies larger than 0.10 (%1.2f)). MrBayes suggests that you run the ana-   " % avg,
+            IND + "lysis longer or try to improve the MCMC sampling efficiency by fine-      ",
+            IND + "tuning MCMC proposal or heating parameters.                               "]

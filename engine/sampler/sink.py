@@ -16,7 +16,7 @@ from mbgpu.output.tfile import TFileWriter, newick_of
 from mbgpu.output.paramnames import pfile_columns
 from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import parameter_values
-from mbgpu.sampler.screen import IND
+from mbgpu.sampler.screen import IND, comparison_table
 from mbgpu.splits import SplitCounter
 
 
@@ -74,6 +74,8 @@ class FileSink:
                                    minpartfreq=opts.minpartfreq, relburnin=opts.relburnin,
                                    burninfrac=opts.burninfrac, burnin=opts.burnin)
         self.last_stat = None
+        self.last_avg = None       # the average standard deviation of the last diagnostics
+        self.last_pairs = None     # allcomps: SplitCounter.pairwise of the last diagnostics
         self.no_splits = False
 
     def sample(self, gen: int, mc3) -> None:
@@ -92,16 +94,36 @@ class FileSink:
     def diagnose(self, gen: int, mc3, show: bool = True):
         """The split-frequency statistic on the screen and a .mcmc row; show=False (an ss step's burn-in):
         the row repeats the last statistic, as MrBayes' does."""
-        stat = None
-        if self.opts.nruns > 1 and not show:
+        stat, o = None, self.opts
+        if o.nruns > 1 and not show:
             stat = self.last_stat if self.last_stat is not None else 0.0
-        elif self.opts.nruns > 1:
+        elif o.nruns > 1:
             stat = self._split_stat()
+            if o.allcomps:
+                self.last_pairs = self.splits.pairwise()
         if self.mcmc is None:
             self._open_mcmc(mc3, "w")
-        self.mcmc.row(gen, [mc3.cold(r).moves for r in range(self.opts.nruns)], mc3.swaps, stat)
+        pairs = None
+        if o.allcomps and self.last_pairs is not None:
+            pairs = [p[3] if self._maximum() else p[2] for p in self.last_pairs]
+        self.mcmc.row(gen, self._moves(mc3), mc3.swaps, stat, pairs)
         self.last_stat = stat
         return None if self.no_splits else stat
+
+    def comparison_lines(self) -> list[str]:
+        """allcomps=yes: the table of the last diagnostics' statistic for every pair of runs (screen)."""
+        if not self.opts.allcomps or self.last_pairs is None:
+            return []
+        return comparison_table(self.last_pairs, self.opts.nruns, self._maximum())
+
+    def _maximum(self) -> bool:
+        return self.settings.mcmc.get("Diagnstat") == "Maxstddev"
+
+    def _moves(self, mc3) -> list:
+        """The moves the .mcmc file reports: each run's cold chain's, or (allchains) every chain's by heat."""
+        if self.opts.allchains:
+            return [[mc3.at_heat(r, h).moves for h in range(self.opts.nchains)] for r in range(self.opts.nruns)]
+        return [mc3.cold(r).moves for r in range(self.opts.nruns)]
 
     def _split_stat(self) -> float:
         """The statistic diagnstat names, printed as MrBayes does. Where no split reaches minpartfreq
@@ -109,7 +131,8 @@ class FileSink:
         its stop rule does not fire: `no_splits` says so."""
         avg, mx = self.splits.asdsf()
         self.no_splits = math.isnan(avg)
-        maximum = self.settings.mcmc.get("Diagnstat") == "Maxstddev"
+        self.last_avg = avg           # the run's end warns above 0.10 (whichever statistic diagnstat names)
+        maximum = self._maximum()
         stat = mx if maximum else avg
         if self.no_splits:
             self.console.print("%sAverage standard deviation of split frequencies: NA (no splits above min. "
@@ -122,9 +145,10 @@ class FileSink:
     def _open_mcmc(self, mc3, mode: str) -> None:
         fh = _open(self.mcmc_path, "the move acceptance rates", mode)
         self.files.append(fh)
-        moves = [mc3.cold(r).moves for r in range(self.opts.nruns)] if mc3 is not None else None
+        moves = self._moves(mc3) if mc3 is not None else None
         self.mcmc = McmcFileWriter(fh, self.run_id, moves, self.opts.nchains, self.opts.nruns > 1, header=mode == "w",
-                                   diagnstat=self.settings.mcmc.get("Diagnstat", "Avgstddev"))
+                                   diagnstat=self.settings.mcmc.get("Diagnstat", "Avgstddev"),
+                                   allchains=self.opts.allchains, allcomps=self.opts.allcomps)
 
     def output_sizes(self) -> dict[str, int]:
         """Flush and fsync every output file; {path: bytes written} (-1: not created yet)."""

@@ -33,12 +33,14 @@ def draw_pair(rng: np.random.Generator, nchains: int) -> tuple[int, int]:
 def try_swap(chains, ranks: list[int], temp: float, rng, table: SwapTable, power: float = 1.0) -> bool:
     """One heat swap between two positions of a run; updates `ranks` (position -> heat rank). `power`:
     the likelihood's power (a stepping-stone step's; 1.0 in mcmc), as MrBayes' AttemptSwap."""
-    return swap_with(chains, ranks, temp, rng.random(3).tolist(), table, power)
+    return swap_with(chains, ranks, temp, rng.random(3).tolist(), table, power) is not None
 
 
-def swap_with(chains, ranks: list[int], temp: float, draws, table: SwapTable, power: float = 1.0) -> bool:
+def swap_with(chains, ranks: list[int], temp: float, draws, table: SwapTable, power: float = 1.0):
     """try_swap with its three uniforms given (draw_pair's two, then the acceptance draw): a caller
-    draws every swap of a generation at once (the same values, in the same order, as one at a time)."""
+    draws every swap of a generation at once (the same values, in the same order, as one at a time).
+    Returns the two positions when the swap was accepted (their chains then trade the statistics that go
+    with a heat: Chain.trade_heat_stats), else None."""
     n = len(chains)
     a = min(int(draws[0] * n), n - 1)
     b = min(int(draws[1] * (n - 1)), n - 2)
@@ -53,4 +55,5 @@ def swap_with(chains, ranks: list[int], temp: float, draws, table: SwapTable, po
     if accepted:
         table.accepted[i][j] += 1
         ranks[a], ranks[b] = ranks[b], ranks[a]
-    return accepted
+        return a, b
+    return None

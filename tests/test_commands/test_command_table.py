@@ -65,6 +65,8 @@ EVIDENCE = {
     ("mcmc", "Autotune"): "test_moves/test_proposals.py::test_autotune_follows_mrbayes_rule",
     ("mcmc", "Printall"): "test_sampler/test_start_options.py::test_printall_and_printmax_screen_lines_like_mrbayes",
     ("mcmc", "Printmax"): "test_sampler/test_start_options.py::test_printall_and_printmax_screen_lines_like_mrbayes",
+    ("mcmc", "Allchains"): "test_sampler/test_heat_stats.py::test_allchains_and_allcomps_like_mrbayes",
+    ("mcmc", "Allcomps"): "test_sampler/test_heat_stats.py::test_allcomps_maxstddev_header_like_mrbayes",
     ("mcmc", "Starttree"): "test_sampler/test_start_options.py::test_starttree_parsimony_builds_short_trees_like_mrbayes",
     ("mcmc", "Nperts"): "test_sampler/test_start_options.py::test_nperts_perturbs_the_user_tree_by_nnis",
     ("mcmc", "Startparams"): "test_sampler/test_start_options.py::test_startparams_reset_ignores_startvals_of_parameters",

@@ -53,7 +53,7 @@ def _run(folder, monkeypatch, blocks: bool, text=BLOCK, threads=1):
     finally:
         numba.set_num_threads(before)
         monkeypatch.undo()
-    return re.sub(r"\d+:\d\d:\d\d|(\d+ hours )?(\d+ mins )?\d+ seconds", "T", out.getvalue()), sum(in_blocks)
+    return re.sub(r"\d+:\d\d:\d\d|Analysis (completed in|used) .*", "T", out.getvalue()), sum(in_blocks)
 
 
 def _same_files(a, b):
@@ -226,10 +226,14 @@ def test_compiled_swaps_are_the_loops_swaps(seed):
     a, b = np.random.default_rng(seed + 10), np.random.default_rng(seed + 10)
     arr = np.array(ranks, dtype=np.int64)
     tried, acc = np.zeros((nruns, n, n), dtype=np.int64), np.zeros((nruns, n, n), dtype=np.int64)
+    heat_of = arr.reshape(-1).astype(np.float64)          # each chain's statistics, marked with its heat
+    stats = (np.repeat(heat_of, 6).astype(np.int64).reshape(-1, 2, 3), np.repeat(heat_of, 2).reshape(-1, 2),
+             np.repeat(heat_of, 4).reshape(-1, 2, 2), np.repeat(heat_of, 2).astype(np.int64).reshape(-1, 2),
+             heat_of.copy())
     for _ in range(4):
         d = a.random(3 * nswaps * nruns)                    # one generation's draws; each run on its own
-        block.swap_heats(d, arr, temp, nswaps, tried, acc, lnl, lnpr, 1.0, 1, 2)
-        block.swap_heats(d, arr, temp, nswaps, tried, acc, lnl, lnpr, 1.0, 0, 1)
+        block.swap_heats(d, arr, temp, nswaps, tried, acc, lnl, lnpr, 1.0, *stats, 1, 2)
+        block.swap_heats(d, arr, temp, nswaps, tried, acc, lnl, lnpr, 1.0, *stats, 0, 1)
         draws = b.random(3 * nswaps * nruns).tolist()
         for r in range(nruns):
             chains = [Chain(lnl[r * n + p], lnpr[r * n + p]) for p in range(n)]
@@ -238,6 +242,9 @@ def test_compiled_swaps_are_the_loops_swaps(seed):
     assert arr.tolist() == ranks
     assert tried.tolist() == [t.tried for t in tables] and acc.tolist() == [t.accepted for t in tables]
     assert acc.sum() > 0 and a.random() == b.random()
+    now = arr.reshape(-1)                                 # the statistics went with the heats
+    assert (stats[4] == now).all() and (stats[1] == now[:, None]).all() and (stats[3] == now[:, None]).all()
+    assert (stats[0] == now[:, None, None]).all() and (stats[2] == now[:, None, None]).all()
 
 
 def _one_thread(monkeypatch):

@@ -138,3 +138,14 @@ def test_a_device_run_resumed_from_its_checkpoint_is_byte_identical(tmp_path, mo
     _run(tmp_path / "resumed", monkeypatch, packed_choice, lambda text: text.replace("ngen=300", "ngen=300 append=yes"))
     for name in ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t"):
         assert (tmp_path / "straight" / name).read_text() == (tmp_path / "resumed" / name).read_text(), name
+
+
+def test_a_device_run_with_fast_tuning_writes_the_host_runs_files(tmp_path, monkeypatch):
+    """Group 0's next proposal, launched before the swaps, used its chains' tuning; a swap hands a chain
+    another heat's tuning (MrBayes' tuningParam[chainId]), so that proposal is made again: with tunefreq=10
+    the tunings differ between heats early, and the files still equal the host path's."""
+    fast = lambda text: text.replace("filename=r", "tunefreq=10 filename=r")  # noqa: E731
+    assert _run(tmp_path / "host", monkeypatch, lambda choice: choice, fast) == {"DivisionArrays/1"}
+    assert _run(tmp_path / "device", monkeypatch, packed_choice, fast) == {"DeviceDivision/2"}
+    for name in ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc"):
+        assert (tmp_path / "host" / name).read_text() == (tmp_path / "device" / name).read_text(), name

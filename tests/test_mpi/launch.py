@@ -70,7 +70,7 @@ OUTPUTS = ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc")
 
 
 LAYOUT_ROW = re.compile(r"^\s+\d+ -- \(\d+,\d+\)")
-TIMES = re.compile(r"\d+:\d\d:\d\d|\d+ (?:hours|mins|seconds)")
+TIMES = re.compile(r"\d+:\d\d:\d\d|Analysis (?:completed in|used) .*")
 
 
 def screen(text: str) -> list[str]:

@@ -120,3 +120,17 @@ def test_stop_signal_on_one_rank_stops_every_rank_with_a_checkpoint(tmp_path):
     assert "SIGUSR1 received." in proc.stdout and "resume with 'mcmc append=yes ngen=2000'" in proc.stdout
     assert int(load(str(tmp_path / "r.ckp.h5"))["mc3/generation"][0]) == 25
     assert (tmp_path / "r.run1.p").read_text().splitlines()[-1].split("\t")[0] == "20"
+
+
+def test_allchains_outputs_byte_identical_to_serial(tmp_path):
+    """allchains=yes over 4 ranks (each chain on its own rank): the heats' move statistics travel with
+    accepted swaps by message, and the heated chains' moves reach rank 0: .mcmc and screen as serial."""
+    text = block(mcmc_extra="allchains=yes allcomps=yes")
+    (tmp_path / "serial").mkdir()
+    (tmp_path / "mpi").mkdir()
+    one, four = run(tmp_path / "serial", text, None), run(tmp_path / "mpi", text, 4)
+    assert one.returncode == 0 and four.returncode == 0, (one.stderr, four.stderr)
+    for name in OUTPUTS:
+        assert (tmp_path / "mpi" / name).read_bytes() == (tmp_path / "serial" / name).read_bytes(), name
+    assert "(heated)" in four.stdout and "Pairwise average" in four.stdout
+    assert screen(four.stdout) == screen(one.stdout)

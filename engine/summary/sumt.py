@@ -3,7 +3,8 @@
 Files: `.parts` (key to splits), `.tstat` (split frequencies and their spread over runs), `.vstat`
 (branch-length summaries with PSRF), `.con.tre` (majority-rule / all-compatible consensus with
 FigTree annotations), `.trprobs` (trees by posterior probability, drawn on screen with
-`Showtreeprobs`: trprobs.py) and `.brparams` (`Savebrparams`: brparams.py). Splits are kept in MrBayes'
+`Showtreeprobs`: trprobs.py) and `.brparams` (`Savebrparams`: brparams.py); on screen also MrBayes'
+general explanation (explain.py) and its drawings of the consensus (condraw.py). Splits are kept in MrBayes'
 order: a binary search tree of bitsets filled in tree-reading order, listed in preorder, filtered by
 `Minpartfreq`, then MrBayes' (unstable) quicksort by count, root and tips first.
 """
@@ -18,11 +19,15 @@ from mbgpu.errors import InputFileError, Location, NotImplementedYet
 from mbgpu.output.tfile import read_tfile
 from mbgpu.output.write_failure import write_text_whole
 from mbgpu.summary.brparams import brparams_text
-from mbgpu.summary.common import (burnin_of, check_exists, emit, file_stem, mb_num, mb_quicksort,
+from mbgpu.summary.condraw import DrawNode, credibility_tree, phylogram
+from mbgpu.summary.common import (burnin_of, c_fixed, check_exists, emit, file_stem, mb_num, mb_quicksort,
                                    number_format, output_stem, run_files, session_stamp)
+from mbgpu.summary.explain import general_explanation
 from mbgpu.summary.sump import hpd_median
 from mbgpu.summary.treeorder import TreeCounter, order_array
 from mbgpu.summary.trprobs import tree_probabilities
+
+_ZERO_BY_ZERO = math.copysign(math.nan, -1.0)      # what 0.0/0.0 gives in C on x86: printed as -nan
 
 
 class _Part:
@@ -164,6 +169,9 @@ def run_sumt(settings, console) -> dict:
     Returns {'parts': [(id, picture, counts)], 'asdsf': float, 'msdsf': float} for callers and tests.
     """
     params = dict(getattr(settings, "sumt", None) or {})
+    if getattr(settings, "outgroup", 0):
+        raise NotImplementedYet("sumt with an outgroup other than the first taxon is not supported yet: MrBayes "
+                                "then orients the splits and roots the consensus at that outgroup")
     sci, prec = number_format(settings)
     hpd = str(params.get("Hpd", "Yes")).lower().startswith("y")
     minpart = float(params.get("Minpartfreq", 0.10))
@@ -228,13 +236,14 @@ def run_sumt(settings, console) -> dict:
         lines += ["   Summary statistics for partitions with frequency >= %1.2f in at least one run:" % minpart,
                   "       Average standard deviation of split frequencies = %1.6f" % avg_sd,
                   "       Maximum standard deviation of split frequencies = %1.6f" % max_sd,
-                  "       Average PSRF for parameter values (excluding NA and >10.0) = %1.3f"
-                  % (sum(ok) / len(ok) if ok else float("nan")),
+                  "       Average PSRF for parameter values (excluding NA and >10.0) = "
+                  + c_fixed(sum(ok) / len(ok) if ok else _ZERO_BY_ZERO, 1, 3),
                   "       Maximum PSRF for parameter values = " + ("NA" if mx == 10.0 else "%1.3f" % mx)]
     lines.append("")
     allparts = parts[:]
     mb_quicksort(allparts, 0, len(allparts) - 1, lambda p: p.total)
     con = _consensus(allparts, n, sampled, halfcompat)
+    lines += _drawings(con, taxa, sampled)
     simple = str(params.get("Conformat", "Figtree")) == "Simple"
     _write(out + ".con.tre", "#NEXUS\n" + head + _contree_text(con, allparts, taxa, per_run, halfcompat, hpd,
                                                                sci, prec, simple))
@@ -271,7 +280,7 @@ def _intro(stem, nruns, burnin, out, files, sampled, per_run, minpart, taxa):
     else:
         lines += ["   Read a total of %d trees in %d files (sampling %d of them)" % (total * nruns, nruns, sampled),
                   "      (Each file contained %d trees of which %d were sampled)" % (total, per_run)]
-    lines += ["", "   List of taxa in bipartitions:", ""]
+    lines += general_explanation(minpart)
     lines += ["   %4d -- %s" % (k + 1, t) for k, t in enumerate(taxa)]
     return lines
 
@@ -366,6 +375,8 @@ def _vstat(parts, nruns, hpd, sci, prec, out):
                 "     and Rubin, 1992) should approach 1.0 as runs converge. NA is reported when",
                 "     deviation of parameter values within all runs is 0 or when a parameter",
                 "     value (a branch length, for instance) is not sampled in all runs."]
+    if any(sum(1 for c in x.count if c > 0) != nruns for x in parts[1:]):
+        scr.append("   * The partition was not found in all runs so the values are unreliable.")
     scr += ["", ""]
     return "".join(rows), scr, psrfs
 
@@ -422,6 +433,27 @@ def _consensus(parts, n, sampled, halfcompat):
             n_tips_seen += 1
     _order_tips(root)
     return root
+
+
+def _draw_tree(node, taxa, sampled: int) -> DrawNode:
+    """The consensus as condraw's nodes: names, support (the split's share of all sampled trees, as
+    MrBayes puts on its drawing) and median branch lengths."""
+    if node.tip is not None:
+        return DrawNode(node.tip, taxa[node.tip], length=node.length)
+    d = DrawNode(support=node.part.total / sampled if node.part is not None else 0.0, length=node.length)
+    d.kids = [_draw_tree(k, taxa, sampled) for k in node.kids]
+    for k in d.kids:
+        k.anc = d
+    return d
+
+
+def _drawings(con, taxa, sampled: int) -> list[str]:
+    """'Clade credibility values:' and, where the trees have branch lengths, the phylogram."""
+    lines = ["", "   Clade credibility values:", ""] + credibility_tree(_draw_tree(con, taxa, sampled))
+    drawn = phylogram(_draw_tree(con, taxa, sampled))
+    if drawn is not None:
+        lines += ["", "   Phylogram (based on average branch lengths):", ""] + drawn + [""]
+    return lines
 
 
 def _order_tips(node, root: bool = True) -> int:

@@ -33,12 +33,14 @@ def rooted_children(adj: Sequence[Iterable[int]], root: int) -> tuple[list[int],
 
 def postorder(root, kids) -> list:
     """Children before parents, each node's children in their order in `kids[v]` (a mapping or
-    sequence of child lists; tips may be absent from a mapping or have empty lists).
+    sequence of child lists; tips may be absent from a mapping or have empty lists), or in the order
+    `kids(v)` gives them when `kids` is a function.
 
     >>> postorder(0, {0: [1, 2], 2: [3, 4]})
     [1, 3, 4, 2, 0]
     """
-    children = (lambda v: kids.get(v, ())) if hasattr(kids, "get") else kids.__getitem__
+    children = kids if callable(kids) else (lambda v: kids.get(v, ())) if hasattr(kids, "get") \
+        else kids.__getitem__
     out, stack = [], [(root, False)]
     while stack:
         v, done = stack.pop()

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+from mbgpu.tree_walks import postorder
+
 _SCREEN = 80
 _MAX_LABEL = 20
 _MIN_BRANCH = 5
@@ -54,15 +56,7 @@ def tip_label(name: str, index: int, limit: int = _MAX_LABEL) -> str:
 
 def _postorder(root: DrawNode) -> list[DrawNode]:
     """GetPolyDownPass: children in order before their parent, the root last."""
-    out, stack = [], [(root, False)]
-    while stack:
-        v, done = stack.pop()
-        if done:
-            out.append(v)
-            continue
-        stack.append((v, True))
-        stack.extend((k, False) for k in reversed(v.kids))
-    return out
+    return postorder(root, lambda v: v.kids)
 
 
 def _put(line: list, at: int, text: str) -> None:

@@ -188,17 +188,7 @@ def rebuild(order: tuple, n: int, rooted: bool) -> BinNode:
 
 def downpass(root: BinNode) -> list[BinNode]:
     """GetDownPass: postorder, left subtree before right, the root last."""
-    out, stack = [], [(root, False)]
-    while stack:
-        v, done = stack.pop()
-        if done:
-            out.append(v)
-            continue
-        stack.append((v, True))
-        for c in (v.right, v.left):
-            if c is not None:
-                stack.append((c, False))
-    return out
+    return postorder(root, lambda v: [c for c in (v.left, v.right) if c is not None])
 
 
 def newick(root: BinNode, rooted: bool) -> str:

@@ -29,6 +29,7 @@ from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.move_table import build_moves
 from mbgpu.sampler.setup import build_runs
 from mbgpu.sampler.sink import FileSink
+from mbgpu.tree_groups import tree_groups
 from mbgpu.sampler.ss_tracker import SteppingStone
 
 
@@ -125,7 +126,8 @@ def begin(s, con) -> CheckpointSession:
     con.print("   Seed = %d" % s.options["Seed"])
     con.print("   Swapseed = %d" % s.options["Swapseed"])
     params = free_parameters(s)
-    moves = build_moves(params, len(s.divisions), fixed_topology=s.fixed_topology() is not None)
+    moves = build_moves(params, len(s.divisions), fixed_topology=s.fixed_topology() is not None,
+                        trees=tree_groups(s))
     for line in model_summary_lines(s, params) + [""] + move_lines(moves) + [""]:
         con.print(line)
     return ckp
@@ -139,6 +141,8 @@ def drive(s, con, ckp, place, ss=None) -> None:
     """
     ckp = ckp if ckp is not None else CheckpointSession(s, output_stem(s), con)
     opts = RunOptions.from_settings(s.mcmc)
+    if ss is not None and len(tree_groups(s)) > 1:
+        raise NotImplementedYet("ss with unlinked topologies is not supported yet")
     if ss is not None:
         opts = stepping_stone.run_options(opts, ss)
     sets = division_pattern_sets(s, con)

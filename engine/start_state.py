@@ -38,16 +38,18 @@ def user_tree(settings, name: str) -> Tree:
     return tree.deroot()
 
 
-def start_tree(settings, rng: np.random.Generator, pars=None, chain: tuple[int, int] = (0, 0)) -> Tree:
+def start_tree(settings, rng: np.random.Generator, pars=None, chain: tuple[int, int] = (0, 0),
+               suffix: str = "") -> Tree:
     """The start tree of one chain: the fixed topology (`prset topologypr=fixed(NAME)`, which overrides
     startvals tau as in MrBayes), startvals when given (unless `mcmc starttree=random` or `parsimony`),
     otherwise random, or by parsimony from `pars` (the data's state masks and pattern weights, for
     `starttree=parsimony`); branch lengths from startvals V, else 0.02; then `mcmc nperts` random NNIs
     (MrBayes' RandPerturb). `chain` (run, chain): the startvals trees reach only the chains of
-    `Settings.startvals_grid`, as in MrBayes (chains added by a later nruns or nchains start at random)."""
+    `Settings.startvals_grid`, as in MrBayes (chains added by a later nruns or nchains start at random).
+    `suffix`: with several trees (`unlink topology`) the tree's MrBayes suffix, `{1}`: startvals tau{1}=."""
     if settings.matrix.ntax < 3:
         raise DataError("an analysis needs at least 3 taxa; the matrix has %d" % settings.matrix.ntax)
-    tau, v = settings.startval("Tau"), settings.startval("V")
+    tau, v = settings.startval("Tau" + suffix), settings.startval("V" + suffix)
     grid = settings.startvals_grid
     if grid is not None and not (chain[0] < grid[0] and chain[1] < grid[1]):
         tau = v = None

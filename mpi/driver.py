@@ -30,12 +30,18 @@ from mbgpu.sampler.setup import build_runs
 
 class RemoteChain:
     """Stand-in for a chain held by another rank: the scalars every rank knows, and on rank 0 the
-    cold-chain state its holder last sent (tree, values, moves)."""
+    cold-chain state its holder last sent (trees, values, moves)."""
 
     def __init__(self, run: int, index: int):
         self.run, self.index = run, index
         self.lnl = self.lnpr = self.best_lnl = float("nan")
-        self.tree = self.values = self.moves = None
+        self.trees = self.values = self.moves = None
+
+    @property
+    def tree(self):
+        """The cold chain's one tree (several trees are read through `trees`, as on a Chain)."""
+        assert self.trees is not None and len(self.trees) == 1
+        return self.trees[0]
 
 
 def share_scalars(comm, runs, led) -> None:
@@ -126,7 +132,7 @@ class DistributedMC3(MC3):
             for r in range(len(self.runs)):
                 ch = self.cold(r)
                 if not isinstance(ch, RemoteChain) and (r, ch.index) in self.led:
-                    mine.append((r, ch.index, ch.tree, ch.values, ch.moves if with_moves else None))
+                    mine.append((r, ch.index, ch.trees, ch.values, ch.moves if with_moves else None))
                 for hot in self.runs[r] if with_moves and self.opts.allchains else []:
                     if hot is not ch and not isinstance(hot, RemoteChain) and (r, hot.index) in self.led:
                         mine.append((r, hot.index, None, None, hot.moves))
@@ -134,10 +140,10 @@ class DistributedMC3(MC3):
         if self.rank != 0:
             return
         for rows in got:
-            for r, c, tree, values, moves in rows:
+            for r, c, trees, values, moves in rows:
                 stub = self.runs[r][c]
-                if tree is not None:
-                    stub.tree, stub.values = tree, values
+                if trees is not None:
+                    stub.trees, stub.values = trees, values
                 if moves is not None:
                     stub.moves = moves
 

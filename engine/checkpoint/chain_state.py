@@ -53,12 +53,17 @@ def set_move_tuning(move, saved: dict) -> None:
         move.tuning = float(saved["tuning"])
 
 
+def _stacked(rows: list) -> np.ndarray:
+    """One tree's array as it is; several trees' (`unlink topology`) as rows of one array."""
+    return rows[0].copy() if len(rows) == 1 else np.stack(rows)
+
+
 def capture_chain(chain) -> dict:
     """The chain's state: keys relative to its group (see chain_key)."""
     moves = chain.moves
     last = [m.counts.get("last_rate") for m in moves]
     return {
-        "parent": chain.tree.parent.copy(), "brlen": chain.tree.brlen.copy(),
+        "parent": _stacked([t.parent for t in chain.trees]), "brlen": _stacked([t.brlen for t in chain.trees]),
         "values": np.concatenate([np.ravel(v) for v in chain.values]) if chain.values else np.zeros(0),
         "value_sizes": np.array([np.size(v) for v in chain.values], dtype=np.int64),
         "scores": np.array([chain.lnl, chain.lnpr, chain.best_lnl], dtype=np.float64),
@@ -79,12 +84,15 @@ def restore_chain(chain, st: dict, where: str) -> None:
         raise CheckpointMismatch("%s was written for another model: its moves are %s, this model's are %s"
                                  % (where, ", ".join(names), ", ".join(m.name for m in chain.moves)))
     sizes = st["value_sizes"].tolist()
-    if sizes != [int(np.size(v)) for v in chain.values] or st["parent"].size != chain.tree.n_nodes:
+    trees = chain.trees
+    parents = np.reshape(st["parent"], (-1, st["parent"].shape[-1]))
+    brlens = np.reshape(st["brlen"], parents.shape)
+    if sizes != [int(np.size(v)) for v in chain.values] or parents.shape != (len(trees), trees[0].n_nodes):
         raise CheckpointMismatch("%s was written for another model: its parameter or tree sizes differ" % where)
     offsets = np.cumsum([0] + sizes)
     chain.values = [np.array(st["values"][a:b], dtype=np.float64).reshape(np.shape(v))
                     for a, b, v in zip(offsets[:-1], offsets[1:], chain.values)]
-    chain.tree = Tree(chain.tree.n_tips, st["parent"].astype(np.int64), st["brlen"].astype(np.float64))
+    chain.trees = [Tree(trees[0].n_tips, p.astype(np.int64), b.astype(np.float64)) for p, b in zip(parents, brlens)]
     chain.lnl, chain.lnpr, chain.best_lnl = (float(x) for x in st["scores"])
     set_rng(chain.rng, st["rng"])
     core = st.get("core_rng")                 # the compiled core's stream (mbgpu.core.rng), when it ran
@@ -107,7 +115,7 @@ def rebuild_caches(chain, stored_part_lnl: np.ndarray, where: str) -> None:
     for part, stored in zip(chain.parts, stored_part_lnl.tolist()):
         part.inc.tree = None  # forces a full recomputation into fresh slots
         mult = rate_multiplier(chain.params, chain.values, part.division, part.fixed_mult)
-        got = part.inc.propose(chain.tree, chain._model_of(part, chain.values), mult)
+        got = part.inc.propose(chain.trees[part.tree], chain._model_of(part, chain.values), mult)
         part.inc.accept()
         if not math.isclose(got, stored, rel_tol=LNL_RTOL, abs_tol=LNL_RTOL):
             raise CheckpointMismatch("%s: the log likelihood recomputed from the stored state (%.10g) differs "

@@ -93,10 +93,11 @@ class CheckpointSession:
 
     def check_inputs(self, settings, sets, opts) -> None:
         from mbgpu.sampler.sink import output_paths
+        from mbgpu.tree_groups import tree_groups
 
         self.fprints = validate.fingerprints(settings, sets)
         self.seeds = (int(settings.options["Seed"]), int(settings.options["Swapseed"]))
-        self.ngen, self.outputs = opts.ngen, output_paths(self.stem, opts.nruns)
+        self.ngen, self.outputs = opts.ngen, output_paths(self.stem, opts.nruns, tree_groups(settings))
         if self.payload is None:
             return
         validate.check_fingerprints(self.payload, self.fprints, self.source)

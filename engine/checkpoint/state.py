@@ -65,18 +65,26 @@ def restore(mc3, sink, state: dict, where: str = "checkpoint", chains: bool = Tr
 
 def capture_sink(sink) -> dict:
     """The split counter (ASDSF accumulator) and the last diagnostic; output offsets are recorded apart."""
-    st = capture_splits(sink.splits)
-    st["sink/last_stat"] = np.array([np.nan if sink.last_stat is None else sink.last_stat], dtype=np.float64)
+    st = {}
+    for k, counter in enumerate(sink.tree_splits):       # several trees (unlink topology): splits2/, ...
+        st.update(capture_splits(counter, _splits_key(k)))
+    last = sink.last_stat if isinstance(sink.last_stat, list) else [sink.last_stat]   # one per tree
+    st["sink/last_stat"] = np.array([np.nan if v is None else v for v in last], dtype=np.float64)
     return st
 
 
 def restore_sink(sink, state: dict) -> None:
-    restore_splits(sink.splits, state)
-    last = float(state["sink/last_stat"][0])
-    sink.last_stat = None if math.isnan(last) else last
+    for k, counter in enumerate(sink.tree_splits):
+        restore_splits(counter, state, _splits_key(k))
+    last = [float(v) for v in state["sink/last_stat"]]
+    sink.last_stat = (None if math.isnan(last[0]) else last[0]) if len(last) == 1 else last
 
 
-def capture_splits(counter) -> dict:
+def _splits_key(k: int) -> str:
+    return "splits" if k == 0 else "splits%d" % (k + 1)
+
+
+def capture_splits(counter, key: str = "splits") -> dict:
     """Every sampled tree's split ids per run; ids index `keys` (bitsets, little-endian bytes)."""
     index: dict[int, int] = {}
     sizes, ids = [], []
@@ -91,14 +99,17 @@ def capture_splits(counter) -> dict:
     n = max((len(x) for x in sizes), default=0)
     if any(len(x) != n for x in sizes):
         raise AssertionError("all runs sample together")
-    return {"splits/keys": keys, "splits/sample_sizes": np.array(sizes, dtype=np.int64).reshape(len(sizes), n),
-            "splits/ids": np.array(ids, dtype=np.int32)}
+    return {key + "/keys": keys, key + "/sample_sizes": np.array(sizes, dtype=np.int64).reshape(len(sizes), n),
+            key + "/ids": np.array(ids, dtype=np.int32)}
 
 
-def restore_splits(counter, state: dict) -> None:
-    keys = [int.from_bytes(row.tobytes(), "little") for row in state["splits/keys"]]
-    ids = state["splits/ids"].tolist()
-    sizes = state["splits/sample_sizes"]
+def restore_splits(counter, state: dict, key: str = "splits") -> None:
+    if key + "/keys" not in state:
+        raise CheckpointMismatch("the checkpoint has no split counts for tree %s: it was written for another "
+                                 "model" % (key[6:] or "1"))
+    keys = [int.from_bytes(row.tobytes(), "little") for row in state[key + "/keys"]]
+    ids = state[key + "/ids"].tolist()
+    sizes = state[key + "/sample_sizes"]
     if sizes.shape[0] != counter.n_runs:
         raise CheckpointMismatch("the checkpoint's split counts are for %d runs, not %d"
                                  % (sizes.shape[0], counter.n_runs))

@@ -5,6 +5,7 @@ command table, and every error is located at the token that caused it.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from mbgpu import charsets as cs
@@ -289,10 +290,64 @@ def do_outgroup(interp, spec, cmd) -> None:
     interp.console.print("   Setting outgroup to taxon \"%s\"" % taxa[interp.settings.outgroup])
 
 
+def _fold_suffixes(cmd):
+    """startvals names with MrBayes' parameter suffix (`tau{1}=`, `v{1,3}=`): the command with each such
+    name as one word token (`tau`), and {id(that token): '{1}'}."""
+    tokens, suffixes, i = [], {}, 0
+    toks = cmd.tokens
+    while i < len(toks):
+        tok = toks[i]
+        if tok.kind == "word" and i + 1 < len(toks) and toks[i + 1].is_punct("{") \
+                and toks[i + 1].pos == tok.pos + len(tok.text):
+            end = next((j for j in range(i + 2, len(toks)) if toks[j].is_punct("}")), None)
+            if end is None:
+                raise cmd.error("expected '}' after '%s{'" % tok.text, toks[i + 1], CommandError)
+            suffixes[id(tok)] = "{%s}" % "".join(t.text for t in toks[i + 2:end]).lower()
+            tokens.append(tok)
+            i = end + 1
+            continue
+        tokens.append(tok)
+        i += 1
+    return dataclasses.replace(cmd, tokens=tokens), suffixes
+
+
+def _startvals_key(s, cmd, name: str, suffix: str | None, tok) -> str:
+    """Where a tau/V start tree is kept: `Tau` with one tree, `Tau{1}` (the tree's MrBayes suffix) with
+    several (`unlink topology`); MrBayes' errors for a name that matches several trees or none."""
+    from mbgpu.tree_groups import tree_groups
+
+    try:
+        groups = tree_groups(s)
+    except NotImplementedYet as err:
+        raise _located(cmd, tok, err) from None
+    known = [groups.suffix(k) for k in range(len(groups))]
+    if suffix is None and len(known) > 1:
+        raise cmd.error("Several parameters matched the abbreviated name '%s' (%s)" % (
+            tok.text, ", ".join(name + k for k in known)), tok, CommandError)
+    if suffix is not None and suffix not in known:
+        raise cmd.error("Could not find parameter '%s%s' (the model has %s)" % (
+            tok.text, suffix, ", ".join(name + k for k in known)), tok, CommandError)
+    return name + suffix if len(known) > 1 else name
+
+
+def _check_lengths_topology(s, cmd, key: str, value: str, a) -> None:
+    """MrBayes takes V's branch lengths onto the current start topology (tau's tree, or the fixed one;
+    a random tree otherwise): a tree of another topology is its error."""
+    tau = s.startvals.get("Tau" + key[1:]) or s.fixed_topology()
+    if tau is None or user_tree(s, tau).splits() != user_tree(s, value).splits():
+        raise cmd.error("Topology of user tree '%s' wrong in setting parameter '%s' (set %s first, to a tree "
+                        "of the same topology)" % (value, key, "tau" + key[1:]), a.value.token, CommandError)
+
+
 def do_startvals(interp, spec, cmd) -> None:
     _need_data(interp, cmd)
     s = interp.settings
+    cmd, suffixes = _fold_suffixes(cmd)
     for name, value, a in assignments(spec, cmd):
+        suffix = suffixes.get(id(a.name))
+        if suffix is not None and name not in ("Tau", "V"):
+            raise cmd.error("startvals %s%s: a suffix is not supported yet for %s"
+                            % (name.lower(), suffix, name.lower()), a.name, NotImplementedYet)
         if name in ("Tau", "V") and value not in s.trees:
             raise cmd.error("startvals %s=%s: no tree of that name (trees: %s)"
                             % (name.lower(), value, ", ".join(s.trees) or "none"), a.value.token, CommandError)
@@ -313,8 +368,12 @@ def do_startvals(interp, spec, cmd) -> None:
             raise cmd.error("ratemultiplier=(%s): every start rate multiplier must be a positive number "
                             "(outside the prior's support)" % ",".join("%g" % v for v in value),
                             a.value.token, CommandError)
-        s.startvals[name] = value
-        if name in ("Tau", "V"):
+        tree = name in ("Tau", "V")
+        key = _startvals_key(s, cmd, name, suffix, a.name) if tree else name
+        if name == "V":
+            _check_lengths_topology(s, cmd, key, value, a)
+        s.startvals[key] = value
+        if tree:
             s.startvals_grid = (int(s.mcmc["Nruns"]), int(s.mcmc["Nchains"]))
 
 

@@ -215,7 +215,8 @@ def _sumt() -> list[Param]:
     ]
 
 
-_LINKED = ("Tratio", "Revmat", "Statefreq", "Shape", "Pinvar", "Ratemultiplier")  # what link/unlink can split
+# what link/unlink can split (brlens inside a linked topology is refused at mcmc: mbgpu.tree_groups)
+_LINKED = ("Tratio", "Revmat", "Statefreq", "Shape", "Pinvar", "Ratemultiplier", "Topology", "Brlens")
 _LINKABLE = ("Tratio", "Revmat", "Omega", "Statefreq", "Shape", "Pinvar", "Correlation", "Ratemultiplier",
              "Switchrates", "Topology", "Brlens", "Speciationrate", "Extinctionrate", "Fossilizationrate",
              "Popsize", "Growthrate", "Aamodel", "Cpprate", "Cppmultdev", "Cppevents", "TK02var", "Igrvar",

@@ -30,6 +30,8 @@ from mbgpu.sampler.model_state import rate_multiplier, spec_with_values
 def unsupported(chains) -> str | None:
     """Why the compiled core cannot step these chains (None: it can)."""
     first = chains[0]
+    if len(first.trees) > 1:
+        return "several trees (unlink topology)"
     for part in first.parts:
         inc = part.inc
         shared = getattr(inc, "shared", None)         # a lane of a batched instance (batch_step.LanePartition)

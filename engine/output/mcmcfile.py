@@ -40,14 +40,18 @@ def column_name(move_name: str) -> str:
 
 
 def preamble(nruns: int, nchains: int, diagnstat: str = "Avgstddev", allchains: bool = False,
-             allcomps: bool = False) -> list[str]:
-    """The bracketed lines between `[ID: ...]` and the header."""
+             allcomps: bool = False, n_trees: int = 1) -> list[str]:
+    """The bracketed lines between `[ID: ...]` and the header (several trees: only topology 1's legend,
+    as MrBayes writes it)."""
     lines = [_GEN, _MOVE_ALL if allchains else _MOVE]
     if nchains > 1:
         lines.append(_SWAP[nruns > 1])
     if nruns > 1 and allcomps:
         lines.append("[   StdDev(s)(run1-run2)           --  %s standard deviation of split frequencies between runs 1 "
                      "and 2]" % _STAT[diagnstat][1])
+    elif nruns > 1 and n_trees > 1:
+        lines.append("[   StdDev(s.tree1)                --  %s standard deviation of split frequencies for topology 1]"
+                     % _STAT[diagnstat][1])
     elif nruns > 1:
         lines.append("[   StdDev(s)                      --  %s standard deviation of split frequencies]"
                      % _STAT[diagnstat][1])
@@ -55,7 +59,7 @@ def preamble(nruns: int, nchains: int, diagnstat: str = "Avgstddev", allchains: 
 
 
 def columns(moves_per_run: list[list], nchains: int, diagnstat: str = "Avgstddev", allchains: bool = False,
-            allcomps: bool = False) -> list[str]:
+            allcomps: bool = False, n_trees: int = 1) -> list[str]:
     """The column names: per run its moves (acceptance, then tuning if autotuned) and chain pairs; with
     `allchains` moves_per_run[r] holds the move lists of run r's chains by heat."""
     multi = len(moves_per_run) > 1
@@ -69,7 +73,9 @@ def columns(moves_per_run: list[list], nchains: int, diagnstat: str = "Avgstddev
                 if _tuned(m):
                     cols.append("%s$%s%s" % (column_name(m.name), m.tuning_name, tail))
         cols += ["Swap(%d<>%d)$acc%s" % (i, j, "(%d)" % run if multi else "") for i, j in _pairs(nchains)]
-    if multi:
+    if multi and n_trees > 1:     # one statistic per topology: AvgStdDev(s.tree1), ...
+        cols += ["%s.tree%d)" % (_STAT[diagnstat][0][:-1], k) for k in range(1, n_trees + 1)]
+    elif multi:
         cols.append(_STAT[diagnstat][0])
         if allcomps:
             cols += ["%s(run%d_run%d)" % (_STAT[diagnstat][0], i, j) for i, j in _pairs(len(moves_per_run))]
@@ -85,19 +91,20 @@ class McmcFileWriter:
 
     def __init__(self, stream: TextIO, run_id: int, moves_per_run: list[list] | None, nchains: int,
                  with_stddev: bool, *, header: bool = True, diagnstat: str = "Avgstddev", allchains: bool = False,
-                 allcomps: bool = False):
+                 allcomps: bool = False, n_trees: int = 1):
         """`header=False`: continue an existing file (after a checkpoint); `moves_per_run` may then be None.
-        `allchains`: moves_per_run[r] is the list of run r's chains' move lists, by heat."""
+        `allchains`: moves_per_run[r] is the list of run r's chains' move lists, by heat. `n_trees`: the
+        statistic of each topology (`unlink topology`; row() then takes a list)."""
         self.stream, self.nchains, self.with_stddev = stream, nchains, with_stddev
         self.allchains, self.allcomps = allchains, allcomps
         if not header:
             return
         assert with_stddev == (len(moves_per_run) > 1), "MrBayes writes the statistic exactly when nruns > 1"
-        lines = ["[ID: %d]" % run_id] + preamble(len(moves_per_run), nchains, diagnstat, allchains, allcomps)
-        cols = columns(moves_per_run, nchains, diagnstat, allchains, allcomps)
+        lines = ["[ID: %d]" % run_id] + preamble(len(moves_per_run), nchains, diagnstat, allchains, allcomps, n_trees)
+        cols = columns(moves_per_run, nchains, diagnstat, allchains, allcomps, n_trees)
         stream.write("\n".join(lines + ["\t".join(cols)]) + "\n")
 
-    def row(self, gen: int, moves_per_run: list[list], swaps_per_run: list, stddev: float | None,
+    def row(self, gen: int, moves_per_run: list[list], swaps_per_run: list, stddev: float | list | None,
             pairs: list[float] | None = None) -> None:
         """One diagnostics row; `pairs`: the statistic of every pair of runs (allcomps)."""
         out = [str(gen)]
@@ -112,7 +119,7 @@ class McmcFileWriter:
                 tried, acc = swaps.tried[i - 1][j - 1], swaps.accepted[i - 1][j - 1]
                 out.append("%f" % (acc / tried) if tried else "NA")
         if self.with_stddev:
-            out.append(_stat(stddev))
+            out += [_stat(v) for v in stddev] if isinstance(stddev, list) else [_stat(stddev)]
             if self.allcomps:
                 n_pairs = len(moves_per_run) * (len(moves_per_run) - 1) // 2
                 out += [_stat(v) for v in (pairs if pairs is not None else [None] * n_pairs)]

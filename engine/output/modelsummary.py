@@ -217,7 +217,7 @@ def parameter_lines(settings, params) -> list[str]:
         if n > 1:
             out.append("            " + _partitions(p.divisions, n))
         if p.kind == "topology":
-            brlens = next(q for q in mps if q.kind == "brlens")
+            brlens = next(q for q in mps if q.kind == "brlens" and q.divisions == p.divisions)
             out.append("            Subparam.  = %s" % brlens.name(n))
         out.append("")
     return out

@@ -45,8 +45,11 @@ def labels(kind: str, datatype: str) -> list[str]:
 
 def pfile_columns(settings, params) -> list[str]:
     """The `.p` header after `Gen LnL LnPr`: `TL`, then every free parameter's labels, in `params` order."""
+    from mbgpu.tree_groups import tree_groups
+
     n = len(settings.divisions)
-    cols = ["TL" + part_suffix(range(1, n + 1), n)]
+    trees = tree_groups(settings)
+    cols = ["TL" + trees.suffix(k) for k in range(len(trees))]
     for p in params:
         if KIND[p.kind].form == MULTIPLIERS:
             cols += [KIND[p.kind].column % d for d in p.divisions]
@@ -79,12 +82,15 @@ class ModelParameter:
 def model_parameters(settings, params) -> list[ModelParameter]:
     """Every parameter MrBayes lists at `mcmc` start, in its order: by type, then by first division.
     The divisions sharing one are `mbgpu.parameters.link_groups`' (free or fixed alike)."""
+    from mbgpu.tree_groups import tree_groups
+
     divs = settings.divisions
     free = {(p.kind, tuple(p.divisions)) for p in params}
+    trees = tree_groups(settings).groups
     out: list[ModelParameter] = []
     for k in PARAMS + TREE:
         tree = k in TREE
-        for g in [tuple(range(1, len(divs) + 1))] if tree else link_groups(settings, k.kind):
+        for g in trees if tree else link_groups(settings, k.kind):
             d = divs[g[0] - 1]
             is_estimated = (k.kind, g) in free or (not tree and is_free(k.kind, d))
             out.append(ModelParameter(k.kind, g, d.prset[k.prset], is_estimated, d.datatype))

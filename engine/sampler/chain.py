@@ -25,6 +25,7 @@ class PartSlot:
     division: int  # 1-based
     spec: object  # the base ModelSpec (fixed values)
     fixed_mult: float
+    tree: int = 0  # the 0-based tree of the chain it lies on (several with `unlink topology`)
 
 
 @dataclass
@@ -45,21 +46,22 @@ def _choice_cdf(p: np.ndarray) -> np.ndarray:
 
 
 class Chain:
-    """A chain at a fixed position (run, index); heats move between positions by swaps."""
+    """A chain at a fixed position (run, index); heats move between positions by swaps. Its state holds
+    one tree, or one per tree of `unlink topology` (`trees`; `ctxs`: each tree's move context)."""
 
-    def __init__(self, run: int, index: int, rng, tree: Tree, values: list, parts: list[PartSlot], moves: list,
-                 prior_fn, ctx: TreeContext, params, models: ModelCache):
+    def __init__(self, run: int, index: int, rng, trees: list[Tree], values: list, parts: list[PartSlot],
+                 moves: list, prior_fn, ctxs: list[TreeContext], params, models: ModelCache):
         self.run, self.index, self.rng = run, index, rng
         self._core, self.stale, self.core_rng = None, False, None
-        self.tree, self.values = tree, [np.array(v, dtype=np.float64) for v in values]
-        self.parts, self.moves, self.prior_fn, self.ctx = parts, moves, prior_fn, ctx
+        self.trees, self.values = list(trees), [np.array(v, dtype=np.float64) for v in values]
+        self.parts, self.moves, self.prior_fn, self.ctxs = parts, moves, prior_fn, ctxs
         self.params, self.models = params, models
         self.weights = np.array([m.weight for m in moves], dtype=np.float64)
         self.weights /= self.weights.sum()
         self._move_cdf = _choice_cdf(self.weights)
         self._terms = None          # (tree, values, brlens term, parameter terms) of the current state
         self.lnl = self._initial_lnl()
-        self.lnpr = prior_fn(tree, self.values)
+        self.lnpr = prior_fn.of_trees(self.trees, self.values)
         self.best_lnl = self.lnl
 
     # -- state, possibly held by the compiled core (mbgpu.core.stepper) ---------------------------
@@ -75,17 +77,34 @@ class Chain:
             stepper.export(slot, self)
 
     def set_state(self, tree: Tree, values: list) -> None:
-        self._tree, self._values = tree, values
+        self._trees, self._values = [tree], values
+
+    @property
+    def trees(self) -> list[Tree]:
+        self.pull()
+        return self._trees
+
+    @trees.setter
+    def trees(self, trees: list[Tree]) -> None:
+        assert self._core is None, "the compiled core holds this chain's state"
+        self._trees = trees
 
     @property
     def tree(self) -> Tree:
-        self.pull()
-        return self._tree
+        """The chain's tree, where it has one (several trees are read through `trees`)."""
+        trees = self.trees
+        assert len(trees) == 1, "this chain has %d trees: read chain.trees" % len(trees)
+        return trees[0]
 
     @tree.setter
     def tree(self, tree: Tree) -> None:
-        assert self._core is None, "the compiled core holds this chain's state"
-        self._tree = tree
+        self.trees = [tree]
+
+    @property
+    def ctx(self) -> TreeContext:
+        """The move context of the chain's one tree (the compiled core's)."""
+        assert len(self.ctxs) == 1
+        return self.ctxs[0]
 
     @property
     def values(self) -> list:
@@ -136,7 +155,7 @@ class Chain:
         total = 0.0
         for part in self.parts:
             mult = rate_multiplier(self.params, self.values, part.division, part.fixed_mult)
-            total += part.inc.propose(self.tree, self._model_of(part, self.values), mult)
+            total += part.inc.propose(self.trees[part.tree], self._model_of(part, self.values), mult)
             part.inc.accept()
         if not math.isfinite(total):
             raise ModelError("the starting state of run %d chain %d has log likelihood %s: check the data and "
@@ -155,31 +174,38 @@ class Chain:
         old = sum(part.inc.lnl for part in touched)
         for part in touched:
             mult = rate_multiplier(self.params, values, part.division, part.fixed_mult)
-            part.inc.stage(self.tree, self._model_of(part, values), mult)
-        return self.tree, values, log_h, touched, old
+            part.inc.stage(self.trees[part.tree], self._model_of(part, values), mult)
+        return self.trees, values, log_h, touched, old
 
     def _propose_tree(self, move):
-        prop = move.propose(self.tree, self.rng, self.ctx)
+        k = move.tree
+        prop = move.propose(self.trees[k], self.rng, self.ctxs[k])
         if prop is None:
             return None
-        old = sum(part.inc.lnl for part in self.parts)
-        for part in self.parts:
+        trees = list(self.trees)
+        trees[k] = prop.tree
+        touched = [part for part in self.parts if part.tree == k]
+        old = sum(part.inc.lnl for part in touched)
+        for part in touched:
             part.inc.stage(prop.tree)
-        return prop.tree, self.values, float(prop.log_hastings), list(self.parts), old
+        return trees, self.values, float(prop.log_hastings), touched, old
 
-    def _log_prior(self, tree: Tree, values: list):
+    def _log_prior(self, trees: list[Tree], values: list):
         """(log prior of a proposed state, its cached terms): only the terms the proposal changed are
-        recomputed (a tree move: branch lengths; a parameter move: that parameter), summed as always."""
+        recomputed (a tree move: that tree's branch lengths; a parameter move: that parameter), summed
+        as always."""
         pf = self.prior_fn
         t = self._terms
-        if t is None or t[0] is not self.tree or t[1] is not self.values:
-            t = self._terms = (self.tree, self.values, pf.brlens(self.tree), pf.parameters(self.values))
-        brlens = t[2] if tree is self.tree else pf.brlens(tree)
+        if t is None or t[0] is not self.trees or t[1] is not self.values:
+            t = self._terms = (self.trees, self.values, [pf.brlens(tr, k) for k, tr in enumerate(self.trees)],
+                               pf.parameters(self.values))
+        brlens = t[2] if trees is self.trees else \
+            [b if new is old else pf.brlens(new, k) for k, (b, new, old) in enumerate(zip(t[2], trees, self.trees))]
         terms = t[3]
         if values is not self.values:
             terms = [lp if new is old else pf.parameter(k, new)
                      for k, (lp, new, old) in enumerate(zip(terms, values, self.values))]
-        return pf.total(brlens, pf.topology(tree.n_tips), terms), (tree, values, brlens, terms)
+        return pf.total_of_trees(brlens, trees, terms), (trees, values, brlens, terms)
 
     # -- one step ----------------------------------------------------------------------------
     def step(self, heat: float, tunefreq: int, autotune: bool, power: float = 1.0) -> None:
@@ -212,18 +238,18 @@ class Chain:
             record(move, False, tunefreq, autotune)
             self.best_lnl = max(self.best_lnl, self.lnl)
             return
-        tree, values, log_h, touched, old = got
+        trees, values, log_h, touched, old = got
         lnl = self.lnl + sum(p.inc.lnl for p in touched) - old
         if math.isnan(lnl) or lnl == math.inf:
             raise ModelError("a proposal of %s gave log likelihood %s (run %d, chain %d)"
                              % (move.name, lnl, self.run + 1, self.index + 1))
-        lnpr, terms = prior if prior is not None else self._log_prior(tree, values)
+        lnpr, terms = prior if prior is not None else self._log_prior(trees, values)
         log_r = heat * (power * (lnl - self.lnl) + (lnpr - self.lnpr)) + log_h
         accepted = lnl > -math.inf and lnpr > -math.inf and (log_r >= 0 or math.log(self.rng.random()) < log_r)
         for p in touched:
             (p.inc.accept if accepted else p.inc.reject)()
         if accepted:
-            self.tree, self.values, self.lnl, self.lnpr = tree, values, lnl, lnpr
+            self.trees, self.values, self.lnl, self.lnpr = trees, values, lnl, lnpr
             self._terms = terms
         self.best_lnl = max(self.best_lnl, self.lnl)     # MrBayes' maxLnL0: after every step, at its heat
         record(move, accepted, tunefreq, autotune)

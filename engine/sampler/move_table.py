@@ -40,29 +40,34 @@ def dirichlet_alpha_factor(form: str, kind: str, size: int) -> float:
     return float(size) if kind == "dirichlet" and form in (SIMPLEX, MULTIPLIERS) else 1.0
 
 
-def tree_moves(n_divisions: int, fixed_topology: bool = False) -> list:
+def tree_moves(n_divisions: int, fixed_topology: bool = False, trees=None) -> list:
     """The unconstrained-tree moves (mbgpu.moves) with MrBayes' default weights and names; with a fixed
-    topology only those of the branch lengths (MrBayes drops every move of Tau)."""
+    topology only those of the branch lengths (MrBayes drops every move of Tau). With several trees
+    (`trees`, mbgpu.tree_groups.TreeGroups) MrBayes lists every tree's topology moves, then every tree's
+    branch-length moves; each slot's `tree` says which tree it moves."""
     from mbgpu.moves import default_tree_moves
     from mbgpu.sampler.tree_move_slot import TreeMoveSlot
 
-    sfx = part_suffix(range(1, n_divisions + 1), n_divisions)
-    out = []
-    for move in default_tree_moves():
-        head, _, inner = move.name.partition("(")
-        if fixed_topology and "Tau" in inner.rstrip(")").split(","):
-            continue
-        params = ",".join(p + sfx for p in inner.rstrip(")").split(","))
-        out.append(TreeMoveSlot(move, "%s(%s)" % (head, params)))
-    return out
+    suffixes = [trees.suffix(k) for k in range(len(trees))] if trees is not None else \
+        [part_suffix(range(1, n_divisions + 1), n_divisions)]
+    topology, brlens = [], []
+    for k, sfx in enumerate(suffixes):
+        for move in default_tree_moves():
+            head, _, inner = move.name.partition("(")
+            names = inner.rstrip(")").split(",")
+            if fixed_topology and "Tau" in names:
+                continue
+            slot = TreeMoveSlot(move, "%s(%s)" % (head, ",".join(p + sfx for p in names)), tree=k)
+            (topology if "Tau" in names else brlens).append(slot)
+    return topology + brlens
 
 
 def build_moves(params, n_divisions: int, include_tree: bool = True, n_chars: dict | None = None,
-                fixed_topology: bool = False) -> list:
-    """The full move list of one chain: parameter moves then tree moves."""
+                fixed_topology: bool = False, trees=None) -> list:
+    """The full move list of one chain: parameter moves then tree moves (`trees`: see tree_moves)."""
     moves = parameter_moves(params, n_divisions, n_chars)
     if include_tree:
-        moves += tree_moves(n_divisions, fixed_topology)
+        moves += tree_moves(n_divisions, fixed_topology, trees)
     return moves
 
 

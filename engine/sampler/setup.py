@@ -18,6 +18,7 @@ from mbgpu.sampler.batch_step import PartFactory
 from mbgpu.sampler.model_state import ModelCache
 from mbgpu.sampler.move_table import build_moves, copy_moves
 from mbgpu.start_state import start_tree
+from mbgpu.tree_groups import tree_groups
 
 
 def chain_rng(seed: int, run: int, chain: int) -> np.random.Generator:
@@ -36,13 +37,18 @@ class Prior:
     taxa_left_out: int = 0         # `delete`d taxa: MrBayes' gammadir constant counts them (mbgpu.deleted_taxa)
 
     def __call__(self, tree, values) -> float:
-        return self.total(self.brlens(tree), self.topology(tree.n_tips), self.parameters(values))
+        return self.of_trees([tree], values)
 
-    def brlens(self, tree) -> float:
-        """The branch-length term (its shape-dependent parts kept for trees with the same root)."""
-        shape = self.__dict__.get("_brlens")
+    def of_trees(self, trees, values) -> float:
+        """The log prior of a state with one tree or several (`unlink topology`)."""
+        return self.total_of_trees([self.brlens(t, k) for k, t in enumerate(trees)], trees, self.parameters(values))
+
+    def brlens(self, tree, k: int = 0) -> float:
+        """The branch-length term of tree `k` (its shape-dependent parts kept while the root stays)."""
+        shapes = self.__dict__.setdefault("_brlens", {})
+        shape = shapes.get(k)
         if shape is None or not shape.fits(tree):
-            shape = self.__dict__["_brlens"] = BrlensPrior(self.brlenspr, tree.parent, tree.n_tips)
+            shape = shapes[k] = BrlensPrior(self.brlenspr, tree.parent, tree.n_tips)
         return shape(tree.brlen)
 
     def topology(self, n_tips: int) -> float:
@@ -61,6 +67,14 @@ class Prior:
     def parameters(self, values) -> list[float]:
         return [parameter_log_prior(p, self.n_chars, v) for p, v in zip(self.params, values)]
 
+    def total_of_trees(self, brlens: list[float], trees, parameters: list[float]) -> float:
+        """`total` over every tree's branch-length and topology terms (one tree: exactly `total`)."""
+        b, topo = brlens[0], self.topology(trees[0].n_tips)
+        for x, t in zip(brlens[1:], trees[1:]):
+            b += x
+            topo += self.topology(t.n_tips)
+        return self.total(b, topo, parameters)
+
     @staticmethod
     def total(brlens: float, topology: float, parameters: list[float]) -> float:
         """The log prior from its terms, summed in one fixed order (a chain caches the terms)."""
@@ -69,9 +83,16 @@ class Prior:
         return lnp + sum(parameters)
 
 
-def parsimony_data(sets) -> tuple[np.ndarray, np.ndarray]:
-    """(state masks [taxa, patterns], weights) of every pattern set: what starttree=parsimony scores."""
-    group = [ps for division in sets for ps in division if ps.n_patterns]
+def _of_tree(sets, divisions=None) -> list:
+    """The non-empty pattern sets of the 1-based `divisions` (None: of all), in order."""
+    return [ps for d, division in enumerate(sets, 1) for ps in division
+            if ps.n_patterns and (divisions is None or d in divisions)]
+
+
+def parsimony_data(sets, divisions=None) -> tuple[np.ndarray, np.ndarray]:
+    """(state masks [taxa, patterns], weights) of every pattern set of `divisions` (None: all): what
+    starttree=parsimony scores."""
+    group = _of_tree(sets, divisions)
     return np.concatenate([ps.masks for ps in group], axis=1), np.concatenate([ps.weights for ps in group])
 
 
@@ -87,10 +108,11 @@ def _gpu_parsimony(factory):
     return GpuParsimony(device, asynchronous=getattr(make, "asynchronous", False))
 
 
-def _move_context(settings, sets, factory=None, gpu_parsimony: bool = True):
+def _move_context(settings, sets, factory=None, gpu_parsimony: bool = True, divisions=None):
+    """The move context of a tree over the 1-based `divisions` (None: all; ParsSPR scores their data)."""
     from mbgpu.moves.base import MoveContext
 
-    flat = [ps for group in sets for ps in group if ps.n_patterns]
+    flat = _of_tree(sets, divisions)
     return MoveContext(n_tips=settings.matrix.ntax, brlens_prior=settings.divisions[0].prset["Brlenspr"],
                        pattern_masks=[(ps.masks, ps.weights) for ps in flat],
                        n_states=[ps.n_states for ps in flat], anchor=settings.outgroup,
@@ -124,13 +146,15 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     fixed_mult = rate_multipliers(settings)
     prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars, constraints.active(settings),
                   settings.taxa_left_out)
-    ctx = _move_context(settings, sets, factory, gpu_parsimony)
-    pars = parsimony_data(sets) if settings.mcmc.get("Starttree") == "Parsimony" else None
+    groups = tree_groups(settings)
+    own = [None] if len(groups) == 1 else groups.groups      # each tree's divisions
+    ctxs = [_move_context(settings, sets, factory, gpu_parsimony, g) for g in own]
+    pars = [parsimony_data(sets, g) for g in own] if settings.mcmc.get("Starttree") == "Parsimony" else None
     use_data = settings.mcmc.get("Data", "Yes") == "Yes"
     inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models
               for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []
     template = build_moves(params, len(settings.divisions), include_tree=tree_moves, n_chars=n_chars,
-                           fixed_topology=settings.fixed_topology() is not None)
+                           fixed_topology=settings.fixed_topology() is not None, trees=groups)
     shared = ModelCache()
     n_lanes = sum(1 for r in range(opts.nruns) for c in range(opts.nchains) if owned is None or owned(r, c))
     _check_memory(settings.matrix.ntax, n_lanes, inputs, factory, available)
@@ -143,10 +167,12 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
                 chains.append(None)
                 continue
             rng = chain_rng(seed, run, c)
-            tree = start_tree(settings, rng, pars, (run, c))
+            trees = [start_tree(settings, rng, pars[k] if pars else None, (run, c),
+                                "" if len(own) == 1 else groups.suffix(k)) for k in range(len(own))]
             parts = [PartSlot(lanes.new(k, tips, ps.weights, build_model(spec), fixed_mult[div - 1]), div, spec,
-                              fixed_mult[div - 1]) for k, (div, spec, ps, tips) in enumerate(inputs)]
-            chains.append(Chain(run, c, rng, tree, [p.value for p in params], parts, copy_moves(template),
-                                prior, ctx, params, shared))
+                              fixed_mult[div - 1], groups.of_division(div))
+                     for k, (div, spec, ps, tips) in enumerate(inputs)]
+            chains.append(Chain(run, c, rng, trees, [p.value for p in params], parts, copy_moves(template),
+                                prior, ctxs, params, shared))
         runs.append(chains)
     return runs, params

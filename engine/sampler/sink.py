@@ -18,6 +18,7 @@ from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import parameter_values
 from mbgpu.sampler.screen import IND, comparison_table
 from mbgpu.splits import SplitCounter
+from mbgpu.tree_groups import TreeGroups, tree_groups
 
 
 def site_reports(settings, params) -> SiteReports | None:
@@ -33,11 +34,17 @@ def _open(path: str, what: str, mode: str = "w") -> LineFile:
     return LineFile(path, what, append=mode == "a")
 
 
-def output_paths(stem: str, nruns: int) -> list[str]:
-    """Every file a run writes, in a fixed order: each run's .p and .t, then the .mcmc file."""
-    pairs = [("%s.p" % stem, "%s.t" % stem) if nruns == 1 else
-             ("%s.run%d.p" % (stem, r + 1), "%s.run%d.t" % (stem, r + 1)) for r in range(nruns)]
-    return [p for pair in pairs for p in pair] + ["%s.mcmc" % stem]
+def run_paths(stem: str, nruns: int, trees=None) -> list[list[str]]:
+    """Each run's files: its .p, then the .t of each tree (`trees`: mbgpu.tree_groups.TreeGroups; None:
+    one tree), named as MrBayes names them."""
+    trees = trees if trees is not None else TreeGroups(((1,),), 1)
+    return [["%s%s.p" % (stem, ".run%d" % (r + 1) if nruns > 1 else "")] +
+            [trees.tree_file(stem, k, r, nruns) for k in range(len(trees))] for r in range(nruns)]
+
+
+def output_paths(stem: str, nruns: int, trees=None) -> list[str]:
+    """Every file a run writes, in a fixed order: each run's .p and .t files, then the .mcmc file."""
+    return [p for run in run_paths(stem, nruns, trees) for p in run] + ["%s.mcmc" % stem]
 
 
 class FileSink:
@@ -53,26 +60,34 @@ class FileSink:
         self.prec = int(settings.options["Precision"])
         self.order_taxa = settings.mcmc.get("Ordertaxa", "No") == "Yes"
         n = opts.nruns
-        names = output_paths(stem, n)
-        self.paths = [(names[2 * r], names[2 * r + 1]) for r in range(n)]
+        self.trees = tree_groups(settings)
+        self.paths = run_paths(stem, n, self.trees)
         self.reports = site_reports(settings, params)
         cols = pfile_columns(settings, params) + (self.reports.columns if self.reports is not None else [])
         mode, head = ("a", False) if append else ("w", True)
-        self.files, self.p, self.t = [], [], []
-        for r, (pp, tp) in enumerate(self.paths):
+        self.files, self.p, self.t = [], [], []     # self.t: each run's writers, one per tree
+        several = len(self.trees) > 1
+        for r, (pp, *tps) in enumerate(self.paths):
             pf = _open(pp, "the parameter samples of run %d" % (r + 1), mode)
-            tf = _open(tp, "the tree samples of run %d" % (r + 1), mode)
-            self.files += [pf, tf]
+            self.files.append(pf)
             self.p.append(PFileWriter(pf, run_ids[r], cols, scientific=self.sci, precision=self.prec, header=head))
-            self.t.append(TFileWriter(tf, run_ids[r], settings.matrix.taxa, header=head))
+            self.t.append([])
+            for k, tp in enumerate(tps):
+                tf = _open(tp, "the tree samples of run %d" % (r + 1) + (" (tree %d)" % (k + 1) if several else ""),
+                           mode)
+                self.files.append(tf)
+                self.t[r].append(TFileWriter(tf, run_ids[r], settings.matrix.taxa, header=head,
+                                             param="tree" + self.trees.suffix(k)))    # tree{all}: partitioned
         self.mcmc = None
-        self.mcmc_path = names[-1]
+        self.mcmc_path = "%s.mcmc" % stem
         self.run_id = run_ids[0]
         if append and os.path.exists(self.mcmc_path):
             self._open_mcmc(None, "a")
-        self.splits = SplitCounter(n, settings.matrix.ntax, outgroup=settings.outgroup,
-                                   minpartfreq=opts.minpartfreq, relburnin=opts.relburnin,
-                                   burninfrac=opts.burninfrac, burnin=opts.burnin)
+        self.tree_splits = [SplitCounter(n, settings.matrix.ntax, outgroup=settings.outgroup,
+                                         minpartfreq=opts.minpartfreq, relburnin=opts.relburnin,
+                                         burninfrac=opts.burninfrac, burnin=opts.burnin)
+                            for _ in range(len(self.trees))]
+        self.splits = self.tree_splits[0]
         self.last_stat = None
         self.last_avg = None       # the average standard deviation of the last diagnostics
         self.last_pairs = None     # allcomps: SplitCounter.pairwise of the last diagnostics
@@ -81,15 +96,17 @@ class FileSink:
     def sample(self, gen: int, mc3) -> None:
         for r in range(self.opts.nruns):
             c = mc3.cold(r)
-            values = [c.tree.total_length()] + parameter_values(self.params, c.values)
+            trees = c.trees
+            values = [t.total_length() for t in trees] + parameter_values(self.params, c.values)
             if self.reports is not None:
                 values += self.reports.values(c.tree, c.values)
             if not all(math.isfinite(v) for v in values + [c.lnl, c.lnpr]):
                 raise ModelError("run %d reached a non-finite state at generation %d; nothing was written for it"
                                  % (r + 1, gen))
             self.p[r].row(gen, c.lnl, c.lnpr, values)
-            self.t[r].tree(gen, newick_of(c.tree, self.sci, self.prec, self.settings.outgroup, self.order_taxa))
-            self.splits.add_tree(r, c.tree)
+            for writer, counter, tree in zip(self.t[r], self.tree_splits, trees):
+                writer.tree(gen, newick_of(tree, self.sci, self.prec, self.settings.outgroup, self.order_taxa))
+                counter.add_tree(r, tree)
 
     def diagnose(self, gen: int, mc3, show: bool = True):
         """The split-frequency statistic on the screen and a .mcmc row; show=False (an ss step's burn-in):
@@ -108,7 +125,7 @@ class FileSink:
             pairs = [p[3] if self._maximum() else p[2] for p in self.last_pairs]
         self.mcmc.row(gen, self._moves(mc3), mc3.swaps, stat, pairs)
         self.last_stat = stat
-        return None if self.no_splits else stat
+        return None if self.no_splits else self.stop_stat(stat)
 
     def comparison_lines(self) -> list[str]:
         """allcomps=yes: the table of the last diagnostics' statistic for every pair of runs (screen)."""
@@ -125,22 +142,33 @@ class FileSink:
             return [[mc3.at_heat(r, h).moves for h in range(self.opts.nchains)] for r in range(self.opts.nruns)]
         return [mc3.cold(r).moves for r in range(self.opts.nruns)]
 
-    def _split_stat(self) -> float:
-        """The statistic diagnstat names, printed as MrBayes does. Where no split reaches minpartfreq
-        MrBayes prints NA (for either statistic), writes the average as -nan and the maximum as 0, and
-        its stop rule does not fire: `no_splits` says so."""
-        avg, mx = self.splits.asdsf()
-        self.no_splits = math.isnan(avg)
-        self.last_avg = avg           # the run's end warns above 0.10 (whichever statistic diagnstat names)
-        maximum = self._maximum()
-        stat = mx if maximum else avg
-        if self.no_splits:
-            self.console.print("%sAverage standard deviation of split frequencies: NA (no splits above min. "
-                               "frequency)" % IND)
-        else:
-            self.console.print("%s%s standard deviation of split frequencies: %f"
-                               % (IND, "Max" if maximum else "Average", stat))
-        return stat
+    def _split_stat(self):
+        """The statistic diagnstat names, printed as MrBayes does (with several trees, one line and one
+        value per topology: a list). Where no split reaches minpartfreq MrBayes prints NA (for either
+        statistic), writes the average as -nan and the maximum as 0, and its stop rule does not fire:
+        `no_splits` says so."""
+        several = len(self.tree_splits) > 1
+        stats, avgs = [], []
+        for k, counter in enumerate(self.tree_splits, 1):
+            avg, mx = counter.asdsf()
+            topology = " for topology %d" % k if several else ""
+            stat = mx if self._maximum() else avg
+            if math.isnan(avg):
+                self.console.print("%sAverage standard deviation of split frequencies%s: NA (no splits above min. "
+                                   "frequency)" % (IND, topology))
+            else:
+                self.console.print("%s%s standard deviation of split frequencies%s: %f"
+                                   % (IND, "Max" if self._maximum() else "Average", topology, stat))
+            stats.append(stat)
+            avgs.append(avg)
+        self.no_splits = any(math.isnan(a) for a in avgs)
+        self.last_avg = max(avgs)     # the run's end warns above 0.10 (the largest over the topologies)
+        return stats if several else stats[0]
+
+    def stop_stat(self, stat):
+        """The value the stop rule compares with stopval: the largest topology's (it stops only when
+        every tree's statistic is below stopval)."""
+        return max(stat) if isinstance(stat, list) else stat
 
     def _open_mcmc(self, mc3, mode: str) -> None:
         fh = _open(self.mcmc_path, "the move acceptance rates", mode)
@@ -148,7 +176,8 @@ class FileSink:
         moves = self._moves(mc3) if mc3 is not None else None
         self.mcmc = McmcFileWriter(fh, self.run_id, moves, self.opts.nchains, self.opts.nruns > 1, header=mode == "w",
                                    diagnstat=self.settings.mcmc.get("Diagnstat", "Avgstddev"),
-                                   allchains=self.opts.allchains, allcomps=self.opts.allcomps)
+                                   allchains=self.opts.allchains, allcomps=self.opts.allcomps,
+                                   n_trees=len(self.trees))
 
     def output_sizes(self) -> dict[str, int]:
         """Flush and fsync every output file; {path: bytes written} (-1: not created yet)."""
@@ -156,14 +185,15 @@ class FileSink:
         for fh in self.files:
             fh.sync()
             sizes[fh.name] = fh.size
-        return {p: sizes.get(p, -1) for pair in self.paths for p in pair} | {self.mcmc_path: sizes.get(self.mcmc_path, -1)}
+        return {p: sizes.get(p, -1) for run in self.paths for p in run} | \
+            {self.mcmc_path: sizes.get(self.mcmc_path, -1)}
 
     def close(self) -> None:
         """Write each .t file's `end;` and close every file; after a failed write only close them (the
         failure is the error the run reports; a continuation truncates to the checkpoint anyway)."""
         try:
             if not any(fh.failed for fh in self.files):
-                for t in self.t:
+                for t in (w for run in self.t for w in run):
                     t.close()
         finally:
             _close_all(self.files)

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 
 class TreeMoveSlot:
-    """Wraps one tree move: `name`, `weight`, `counts`, `autotune`, `tuning` (its lambda, if tuned)."""
+    """Wraps one tree move: `name`, `weight`, `counts`, `autotune`, `tuning` (its lambda, if tuned), and
+    `tree`, the 0-based tree of the chain it moves (several with `unlink topology`)."""
 
-    def __init__(self, move, name: str):
-        self.move, self.name, self.weight = move, name, float(move.weight)
+    def __init__(self, move, name: str, tree: int = 0):
+        self.move, self.name, self.weight, self.tree = move, name, float(move.weight), tree
         self.counts = {"tried": 0, "accepted": 0, "batch_tried": 0, "batch_accepted": 0, "batches": 0}
         self.autotune = move.target is not None
         self.target = move.target

@@ -134,3 +134,19 @@ def test_allchains_outputs_byte_identical_to_serial(tmp_path):
         assert (tmp_path / "mpi" / name).read_bytes() == (tmp_path / "serial" / name).read_bytes(), name
     assert "(heated)" in four.stdout and "Pairwise average" in four.stdout
     assert screen(four.stdout) == screen(one.stdout)
+
+
+def test_unlinked_topologies_byte_identical_to_serial(tmp_path):
+    """Three trees per chain (`unlink topology`) over 3 ranks: rank 0 gets each cold chain's trees by
+    message and writes every tree's file as the serial run does."""
+    model = ("charset p1 = 1-898\\3; charset p2 = 2-898\\3; charset p3 = 3-898\\3; partition c = 3: p1, p2, p3; "
+             "set partition=c; unlink topology=(all);")
+    text = block().replace("lset nst=6 rates=gamma;", model)
+    (tmp_path / "serial").mkdir()
+    (tmp_path / "mpi").mkdir()
+    one, three = run(tmp_path / "serial", text, None), run(tmp_path / "mpi", text, 3)
+    assert one.returncode == 0 and three.returncode == 0, (one.stderr, three.stderr)
+    names = ["r.run1.p", "r.run2.p", "r.mcmc"] + ["r.tree%d.run%d.t" % (k, r) for k in (1, 2, 3) for r in (1, 2)]
+    for name in names:
+        assert (tmp_path / "mpi" / name).read_bytes() == (tmp_path / "serial" / name).read_bytes(), name
+    assert screen(three.stdout) == screen(one.stdout)

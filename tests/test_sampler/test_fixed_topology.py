@@ -62,7 +62,7 @@ def test_fixed_topology_errors(tmp_path, monkeypatch):
               "startvals tau=t1: the topology is fixed (prset topologypr=fixed(t1)), so its starting value "
               "cannot be set"),
              ("prset topologypr=fixed(t1); startvals v=t2;",
-              "startvals: tree 't2' (V) does not have the topology of 't1' (the fixed topology)")]
+              "Topology of user tree 't2' wrong in setting parameter 'V'")]
     for k, (commands, message) in enumerate(cases):
         folder = tmp_path / str(k)
         _write(folder, commands, "ngen=10 nchains=1 nruns=1 samplefreq=5 printfreq=5")

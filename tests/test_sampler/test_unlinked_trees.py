@@ -1,0 +1,279 @@
+"""`unlink topology=(...)`: one tree per division (or group), checked against MrBayes 3.2.7a (mb-double).
+
+The state mbgpu reaches after some generations (three trees with varied branch lengths) is given to
+MrBayes as its start state (`startvals tau{k}= V{k}=`): MrBayes' Gen-0 LnL and LnPr must equal mbgpu's
+row. The files' names and headers, the move list and the per-topology diagnostics are MrBayes'; a
+continuation from a checkpoint is byte-identical; what is not supported yet is refused.
+"""
+import io
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from mbgpu.console import Console
+from mbgpu.errors import MbgpuError
+from mbgpu.interpreter import Interpreter
+from tests.conftest import TEST_DATA
+from tests.test_checkpoint.common import block, run_text, same_outputs
+
+CODON = ("charset p1 = 1-898\\3; charset p2 = 2-898\\3; charset p3 = 3-898\\3; "
+         "partition by_codon = 3: p1, p2, p3; set partition=by_codon;")
+UNLINKED = CODON + " unlink topology=(all);"
+
+
+def _mbgpu(folder, text: str, monkeypatch) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    monkeypatch.chdir(folder)
+    (folder / "cmd.nex").write_text(text)
+    out = io.StringIO()
+    Interpreter(Console(out)).run_file(str(folder / "cmd.nex"))
+    return out.getvalue()
+
+
+def _mb(mb_double, folder, text: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "cmd.nex").write_text(text)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=folder, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    return done.stdout
+
+
+def _last_tree(tfile, taxa: list[str]) -> str:
+    """The last tree of a .t file with taxon names for the translate numbers."""
+    line = [ln for ln in tfile.read_text().splitlines() if ln.strip().startswith("tree gen.")][-1]
+    newick = line.split("=", 1)[1].replace("[&U]", "").strip()
+    return re.sub(r"(?<=[(,])(\d+)(?=:)", lambda m: taxa[int(m.group(1)) - 1], newick)
+
+
+def _row(pfile, gen: int) -> dict:
+    lines = pfile.read_text().splitlines()
+    header = lines[1].split("\t")
+    row = next(ln.split("\t") for ln in lines[2:] if ln.split("\t")[0] == str(gen))
+    return dict(zip(header, row))
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_three_trees_score_as_mrbayes_scores_them(backend, mb_double, tmp_path, monkeypatch):
+    """After 300 generations mbgpu's three trees (varied lengths) and its LnL and LnPr, on the CPU and on
+    a GPU: MrBayes started on those trees computes the same LnL and LnPr (1e-6), and writes the same .p
+    header."""
+    setting = "set seed=11 swapseed=3 precision=15 scientific=no; execute %s; %s prset statefreqpr=fixed(equal);" % (
+        TEST_DATA / "primates.nex", UNLINKED)
+    _mbgpu(tmp_path / "g", "#NEXUS\nbegin mrbayes; set backend=%s; %s mcmc ngen=300 samplefreq=100 "
+           "printfreq=100 nruns=1 "
+           "nchains=1 filename=u; end;\n" % (backend, setting), monkeypatch)
+    taxa = [ln.split()[0] for ln in (TEST_DATA / "primates.nex").read_text().split("matrix")[1].splitlines()[1:13]]
+    trees = [_last_tree(tmp_path / "g" / ("u.tree%d.t" % k), taxa) for k in (1, 2, 3)]
+    assert len(set(trees)) == 3
+    got = _row(tmp_path / "g" / "u.p", 300)
+    tree_block = "begin trees;\n" + "".join("  tree t%d = %s;\n" % (k, t.rstrip(";")) for k, t in enumerate(trees, 1))
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
+    _mb(mb_double, tmp_path / "m", "#NEXUS\nbegin mrbayes; execute primates.nex; end;\n%send;\nbegin mrbayes; %s "
+        "startvals %s; mcmc ngen=1 samplefreq=1 nruns=1 nchains=1 mcmcdiagn=no checkpoint=no filename=u; end;\n"
+        % (tree_block, setting.replace("execute %s;" % (TEST_DATA / "primates.nex"), ""),
+           " ".join("tau{%d}=t%d V{%d}=t%d" % (k, k, k, k) for k in (1, 2, 3))))
+    want = _row(tmp_path / "m" / "u.p", 0)
+    assert list(want) == list(got)
+    for col in ("LnL", "LnPr", "TL{1}", "TL{2}", "TL{3}"):
+        assert abs(float(got[col]) - float(want[col])) < 1e-6, (col, got[col], want[col])
+
+
+MCMC = "ngen=200 samplefreq=100 printfreq=100 diagnfreq=100 nruns=2 nchains=2 filename=t1"
+
+
+@pytest.mark.parametrize("model", [UNLINKED, CODON], ids=["unlinked", "linked"])
+def test_files_moves_and_diagnostics_are_mrbayes(model, mb_double, tmp_path, monkeypatch):
+    """Tree files per tree and run, their headers ([Param: tree{k}]; one linked tree of partitioned data:
+    tree{all}), the .p and .mcmc headers, the move list and one ASDSF line per topology, as mb-double
+    writes them for the same commands."""
+    text = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes seed=5 swapseed=7;\nexecute primates.nex;\n%s\n"
+            "mcmc %s;\nend;\n" % (model, MCMC))
+    for side in ("g", "m"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
+    screen = _mbgpu(tmp_path / "g", text, monkeypatch)
+    mb_screen = _mb(mb_double, tmp_path / "m", text)
+    names = sorted(p.name for p in (tmp_path / "m").iterdir() if p.name.startswith("t1."))
+    assert names == sorted(p.name for p in (tmp_path / "g").iterdir() if p.name.startswith("t1.") and
+                           not p.name.endswith(".ckp.h5"))
+    assert ("t1.tree3.run2.t" if model == UNLINKED else "t1.run2.t") in names
+    for name in names:
+        want = (tmp_path / "m" / name).read_text().splitlines()
+        got = (tmp_path / "g" / name).read_text().splitlines()
+        first = 1 if name.endswith(".mcmc") else 2   # the line after [ID: ...] (.p: the header only)
+        head = 6 if name.endswith(".mcmc") else 2 if name.endswith(".p") else 17
+        assert got[first:head] == want[first:head], name
+        assert len(got) == len(want), name
+
+    def moves(s):
+        return [ln.strip() for ln in s.split("following moves:")[1].split("\n\n")[0].splitlines()[1:]]
+
+    assert moves(screen) == moves(mb_screen)
+    asdsf = re.compile(r"Average standard deviation of split frequencies( for topology \d)?: ")
+    assert asdsf.findall(screen) == asdsf.findall(mb_screen)
+    assert len(asdsf.findall(screen)) == (6 if model == UNLINKED else 2)
+
+
+def test_continuation_is_byte_identical(tmp_path, monkeypatch):
+    """A run continued from its checkpoint (every tree and every tree's split counts in it) writes the
+    same files as a straight run."""
+    mcmc = "nruns=2 nchains=2 samplefreq=10 printfreq=100 diagnfreq=40 tunefreq=20 filename=r"
+    names = ["r.run1.p", "r.run2.p", "r.mcmc"] + ["r.tree%d.run%d.t" % (k, r) for k in (1, 2, 3) for r in (1, 2)]
+    run_text(tmp_path / "ref", block(160, "checkfreq=30", model=UNLINKED, mcmc=mcmc), monkeypatch)
+    run_text(tmp_path / "cont", block(73, "checkfreq=30", model=UNLINKED, mcmc=mcmc), monkeypatch, "a.nex")
+    run_text(tmp_path / "cont", block(160, "checkfreq=30 append=yes", model=UNLINKED, mcmc=mcmc), monkeypatch,
+             "b.nex")
+    assert same_outputs(tmp_path / "ref", tmp_path / "cont", names) == []
+
+
+def test_prior_of_each_tree_is_recovered(tmp_path, monkeypatch):
+    """mcmc data=no: each tree's topology is uniform over the 3 unrooted trees of 4 taxa (independently
+    of the other tree), and each tree length the Gamma(5, 10) of five Exponential(10) branches."""
+    data = ("#NEXUS\nbegin data; dimensions ntax=4 nchar=8; format datatype=dna; matrix\n"
+            "A ACGTACGT\nB ACGTACGA\nC ACGAACGT\nD TCGTACGT\n;\nend;\n")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "four.nex").write_text(data)
+    _mbgpu(tmp_path / "d", "#NEXUS\nbegin mrbayes; set seed=2 swapseed=2; execute four.nex; charset a=1-4; "
+           "charset b=5-8; partition p=2:a,b; set partition=p; unlink topology=(all); "
+           "prset brlenspr=unconstrained:exp(10); mcmc data=no ngen=40000 "
+           "samplefreq=10 printfreq=40000 nruns=1 nchains=1 filename=pr; end;\n", monkeypatch)
+    rows = np.loadtxt(tmp_path / "d" / "pr.p", skiprows=2)[400:]     # burn-in: the chains start at TL 0.1
+    header = (tmp_path / "d" / "pr.p").read_text().splitlines()[1].split("\t")
+    for col in ("TL{1}", "TL{2}"):
+        lengths = rows[:, header.index(col)]
+        assert stats.kstest(lengths[::10], stats.gamma(5, scale=0.1).cdf).pvalue > 1e-3, col
+    splits = []
+    for k in (1, 2):
+        trees = [ln for ln in (tmp_path / "d" / ("pr.tree%d.t" % k)).read_text().splitlines() if "gen." in ln][400:]
+        splits.append([_quartet(t) for t in trees])
+    pairs = np.array(splits).T
+    n = len(pairs)
+    for k in (0, 1):
+        freq = np.bincount(pairs[:, k], minlength=3) / n
+        assert np.all(np.abs(freq - 1 / 3) < 0.05), freq
+    joint = np.bincount(pairs[:, 0] * 3 + pairs[:, 1], minlength=9) / n
+    assert np.all(np.abs(joint - 1 / 9) < 0.04), joint
+
+
+def _quartet(line: str) -> int:
+    """Which of the three unrooted 4-taxon trees a .t line holds: the taxon paired with taxon 1."""
+    newick = re.sub(r":[0-9.e+-]+", "", line.split("=", 1)[1].replace("[&U]", "").strip().rstrip(";"))
+    for partner in "234":
+        if re.search(r"\((1,%s|%s,1)\)" % (partner, partner), newick):
+            return int(partner) - 2
+    inner = re.search(r"\((\d),(\d)\)", newick).groups()     # 1 at the root with the other cherry
+    return int(({"2", "3", "4"} - set(inner)).pop()) - 2
+
+
+@pytest.mark.parametrize("commands, says", [
+    (CODON + " unlink brlens=(all); mcmc ngen=10;", "unlink brlens=(...) with a linked topology"),
+    (UNLINKED + " prset ratepr=variable; mcmc ngen=10;", "ratepr=variable with unlinked topologies"),
+    (UNLINKED + " ss ngen=2000 nsteps=2;", "ss with unlinked topologies"),
+    ("begin trees; tree a = (1,(2,3),(4,(5,(6,(7,(8,(9,(10,(11,12)))))))));\nend;\nbegin mrbayes; startvals tau=a;"
+     + UNLINKED + " mcmc ngen=10;", "startvals tau=/v= given before unlink topology"),
+])
+def test_what_is_not_supported_yet_is_refused(commands, says, tmp_path, monkeypatch):
+    text = "#NEXUS\nbegin mrbayes; execute %s; end;\nbegin mrbayes; %s end;\n" % (TEST_DATA / "primates.nex",
+                                                                               commands.replace("begin mrbayes;", ""))
+    if "begin trees" in commands:
+        text = "#NEXUS\nbegin mrbayes; execute %s; end;\n%s end;\n" % (TEST_DATA / "primates.nex", commands)
+    with pytest.raises(MbgpuError, match="not supported yet") as err:
+        _mbgpu(tmp_path / "x", text, monkeypatch)
+    assert says in str(err.value)
+
+
+TREES = ("begin trees;\n tree a = (1,(2,3),(4,(5,(6,(7,(8,(9,(10,(11,12)))))))));\n"
+         " tree b = (1:0.1,(2:0.1,3:0.05):0.02,(4:0.1,(5:0.1,(6:0.3,(7:0.1,(8:0.1,(9:0.1,(10:0.1,(11:0.1,12:0.1):0.1)"
+         ":0.1):0.1):0.1):0.1):0.1):0.1):0.1);\n tree c = ((1,2),3,(4,(5,(6,(7,(8,(9,(10,(11,12)))))))));\nend;\n")
+
+
+def _startvals_file(folder, startvals: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
+    return ("#NEXUS\nexecute primates.nex;\n%sbegin mrbayes;\nset autoclose=yes nowarn=yes quitonerror=yes;\n%s\n"
+            "startvals %s;\nmcmc ngen=1 nruns=1 nchains=1 samplefreq=1 checkpoint=no filename=sv;\nend;\n"
+            % (TREES, UNLINKED, startvals))
+
+
+def test_startvals_of_each_tree_like_mrbayes(mb_double, tmp_path, monkeypatch):
+    """`startvals tau{1}=a tau{2}=b v{2}=b tau{3}=c`: MrBayes' Gen-0 LnL and LnPr (topologies with
+    branches 0.02, and b's lengths on tree 2)."""
+    text = _startvals_file(tmp_path / "m", "tau{1}=a tau{2}=b v{2}=b tau{3}=c")
+    line = re.compile(r"Chain 1 -- (\S+) -- (\S+)")
+    want = line.search(_mb(mb_double, tmp_path / "m", text)).groups()
+    _startvals_file(tmp_path / "g", "")
+    got = line.search(_mbgpu(tmp_path / "g", text, monkeypatch)).groups()
+    assert got == want
+
+
+@pytest.mark.parametrize("startvals, says", [
+    ("tau=a", "Several parameters matched the abbreviated name 'tau'"),
+    ("tau{all}=a", "Could not find parameter 'tau{all}'"),
+    ("v{2}=b", "Topology of user tree 'b' wrong in setting parameter 'V{2}'"),
+    ("tau{2}=c v{2}=b", "Topology of user tree 'b' wrong in setting parameter 'V{2}'"),
+])
+def test_startvals_errors_are_mrbayes(startvals, says, mb_double, tmp_path, monkeypatch):
+    """The names MrBayes does not take with three trees, and lengths whose topology is not the tree's."""
+    text = _startvals_file(tmp_path / "m", startvals)
+    (tmp_path / "m" / "cmd.nex").write_text(text)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path / "m", capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and says.split(" '")[0] in done.stdout, done.stdout[-1500:]
+    _startvals_file(tmp_path / "g", "")
+    with pytest.raises(MbgpuError, match=re.escape(says)):
+        _mbgpu(tmp_path / "g", text, monkeypatch)
+
+
+def _clades(newick: str, n: int = 12) -> set:
+    """The non-trivial splits of an unrooted newick tree of taxa 1..n, each as its side without taxon 1."""
+    stack, out, full = [], set(), frozenset(range(1, n + 1))
+    for tok in re.findall(r"\(|\)|\d+(?=:)", re.sub(r"\)[0-9.e+-]*:", "):", newick)):
+        if tok == "(":
+            stack.append(set())
+        elif tok == ")":
+            done = stack.pop()
+            if stack:
+                stack[-1] |= done
+            side = frozenset(done) if 1 not in done else full - done
+            if 1 < len(side) < n - 1:
+                out.add(side)
+        else:
+            stack[-1].add(int(tok))
+    return out
+
+
+def _split_freqs(tfile, burnin: float = 0.25) -> dict:
+    trees = [ln.split("=", 1)[1] for ln in tfile.read_text().splitlines() if ln.strip().startswith("tree gen.")]
+    kept = trees[int(len(trees) * burnin):]
+    counts: dict = {}
+    for t in kept:
+        for c in _clades(t):
+            counts[c] = counts.get(c, 0) + 1
+    return {c: k / len(kept) for c, k in counts.items()}
+
+
+@pytest.mark.slow
+def test_posterior_of_each_tree_matches_mrbayes(mb, tmp_path, monkeypatch):
+    """Each codon position's own tree: the split frequencies MrBayes samples, within 0.1 (two runs of two
+    chains each side, the first quarter of the samples left out)."""
+    text = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes seed=9 swapseed=9;\nexecute primates.nex;\n%s\n"
+            "mcmc ngen=30000 nruns=2 nchains=2 samplefreq=20 printfreq=30000 diagnfreq=30000 checkpoint=no "
+            "filename=po;\nend;\n" % UNLINKED)
+    for side in ("g", "m"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
+    _mb(mb, tmp_path / "m", text)
+    _mbgpu(tmp_path / "g", text, monkeypatch)
+    for k in (1, 2, 3):
+        ours, theirs = {}, {}
+        for r in (1, 2):
+            for got, side in ((ours, "g"), (theirs, "m")):
+                for c, f in _split_freqs(tmp_path / side / ("po.tree%d.run%d.t" % (k, r))).items():
+                    got[c] = got.get(c, 0.0) + f / 2
+        assert max(theirs.values()) > 0.9
+        for clade in set(ours) | set(theirs):
+            assert abs(ours.get(clade, 0.0) - theirs.get(clade, 0.0)) < 0.1, (k, sorted(clade), ours.get(clade),
+                                                                             theirs.get(clade))

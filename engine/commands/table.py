@@ -203,7 +203,7 @@ def _sumt() -> list[Param]:
     return [
         YesNo("Relburnin", "Yes", "burn-in as a fraction"), Int("Burnin", 0, "burn-in samples", 0),
         Float("Burninfrac", 0.25, "burn-in fraction", *L.BURNINFRAC), Int("Nruns", 2, "number of runs", 1),
-        Int("Ntrees", 1, "trees per file", 1, supported=()), Text("Filename", "", "file stem of the .t files"),
+        Int("Ntrees", 1, "tree files to summarize (NAME.tree<k>...)", 1), Text("Filename", "", "file stem of the .t files"),
         Float("Minpartfreq", 0.10, "minimum split frequency", 0.0, 1.0),
         Choice("Contype", "Halfcompat", "consensus type", ("Halfcompat", "Allcompat")),
         Choice("Conformat", "Figtree", "consensus format", ("Figtree", "Simple")),

@@ -4,7 +4,8 @@ Writer: `#NEXUS`, `[ID: n]`, `[Param: tree]`, `begin trees;`, a translate block 
 to 8 characters for <= 99 taxa like MrBayes), one line per sample
 `   tree gen.N = [&U] newick;` with branch lengths formatted by `set precision/scientific`, and `end;`.
 Reader: the last `begin trees` block: translate table, tree names and nested-tuple topologies with
-branch lengths, `[&...]` comments stripped.
+branch lengths, `[&...]` comments stripped; and the `[Param: ...]` name (`tree{2}` in a file of one of
+several trees), which sumt puts into its `length{2}[i]` names.
 """
 from __future__ import annotations
 
@@ -114,6 +115,7 @@ class TFile:
     stamp: str
     taxa: list[str]
     trees: list[TreeSample]
+    param: str = "tree"          # the `[Param: ...]` name, blanks removed as MrBayes' sumt reads it
 
 
 _TOKEN = re.compile(r"\s*([(),:;]|[^(),:;\s]+)")
@@ -175,13 +177,17 @@ def read_tfile(path: str) -> TFile:
             lines = fh.read().splitlines()
     except OSError as exc:
         raise InputFileError("cannot read tree file: %s" % exc.strerror, Location(path)) from None
-    stamp = ""
+    stamp, param = "", "tree"
     begins = [i for i, l in enumerate(lines) if l.strip().lower().startswith("begin trees")]
     for l in lines:
         m = re.match(r"\s*\[ID:\s*([^\]]*)\]", l)
         if m:
             stamp = m.group(1).strip()
             break
+    for l in lines[:begins[-1] if begins else 0]:
+        m = re.match(r"\s*\[Param\s*:([^\]]*)\]", l, re.I)
+        if m:
+            param = "".join(m.group(1).split())
     if not begins:
         raise InputFileError("no 'begin trees' block", Location(path))
     taxa: list[str] = []
@@ -216,4 +222,4 @@ def read_tfile(path: str) -> TFile:
         i += 1
     if not trees:
         raise InputFileError("no trees in the last trees block", Location(path))
-    return TFile(path, stamp, taxa, trees)
+    return TFile(path, stamp, taxa, trees, param)

@@ -22,11 +22,12 @@ def n_columns(parts: list, min_freq: float, per_run: int) -> int:
     return k
 
 
-def brparams_text(parts: list, min_freq: float, per_run: int, scientific: bool, precision: int) -> str:
+def brparams_text(parts: list, min_freq: float, per_run: int, scientific: bool, precision: int,
+                  name: str = "length") -> str:
     """The whole file for `parts` in sumt's order (root first), whose `lengths[run]` are the lengths
-    in reading order and `count[run]` their number."""
+    in reading order and `count[run]` their number; columns `name[i]` (`length{2}[i]` for tree{2})."""
     keep = parts[1:n_columns(parts, min_freq, per_run)]
-    rows = ["\t".join("length[%d]" % (i + 1) for i in range(len(keep)))]
+    rows = ["\t".join("%s[%d]" % (name, i + 1) for i in range(len(keep)))]
     for run in range(len(parts[0].count)):
         for k in range(per_run):
             rows.append("\t".join(mb_num(x.lengths[run][k], scientific, precision) if x.count[run] > k else "NA"

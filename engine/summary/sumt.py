@@ -24,6 +24,8 @@ from mbgpu.summary.common import (burnin_of, c_fixed, check_exists, emit, file_s
                                    number_format, output_stem, run_files, session_stamp)
 from mbgpu.summary.explain import general_explanation
 from mbgpu.summary.sump import hpd_median
+from mbgpu.summary.sumt_trees import (TreeFiles, examining_line, gap_before, length_name, reading_status_line,
+                                      results_banner, tree_files)
 from mbgpu.summary.treeorder import TreeCounter, order_array
 from mbgpu.summary.trprobs import tree_probabilities
 
@@ -107,9 +109,8 @@ def _tree_parts(node, parts_root, run, nruns, n_taxa, edges_iter):
     return parts_root
 
 
-def _load(settings, params):
+def _load(stem: str, params):
     nruns = int(params.get("Nruns", 2))
-    stem = file_stem(settings, params)
     burnin = burnin_of(params)
     files = []
     for p in run_files(stem, nruns, "t"):
@@ -129,7 +130,7 @@ def _load(settings, params):
     if drop >= n_trees:
         raise InputFileError("no trees are sampled as the burn-in exceeds the number of trees (%d)" % n_trees,
                              Location(files[0].path))
-    return stem, burnin, files, drop
+    return burnin, files, drop
 
 
 def _count(files, drop, n_taxa, trees: bool):
@@ -164,20 +165,30 @@ def _outgroup_form(edges, full: int):
 
 
 def run_sumt(settings, console) -> dict:
-    """The `sumt` command: print MrBayes' summary and write .parts .tstat .vstat .con.tre .trprobs.
+    """The `sumt` command: print MrBayes' summary and write .parts .tstat .vstat .con.tre .trprobs, for
+    each tree of `ntrees` in turn (sumt_trees.py).
 
-    Returns {'parts': [(id, picture, counts)], 'asdsf': float, 'msdsf': float} for callers and tests.
+    Returns the last tree's {'parts': [(id, picture, counts)], 'asdsf': float, 'msdsf': float}, with
+    'trees': every tree's, for callers and tests.
     """
     params = dict(getattr(settings, "sumt", None) or {})
     if getattr(settings, "outgroup", 0):
         raise NotImplementedYet("sumt with an outgroup other than the first taxon is not supported yet: MrBayes "
                                 "then orients the splits and roots the consensus at that outgroup")
+    stem = file_stem(settings, params)
+    trees = tree_files(stem, output_stem(settings, params, stem), int(params.get("Ntrees", 1)))
+    results = [_summarize_tree(settings, console, params, tree) for tree in trees]
+    return dict(results[-1], trees=results)
+
+
+def _summarize_tree(settings, console, params: dict, tree: TreeFiles) -> dict:
+    """One tree's summary: its files read, its tables printed, its output files written."""
     sci, prec = number_format(settings)
     hpd = str(params.get("Hpd", "Yes")).lower().startswith("y")
     minpart = float(params.get("Minpartfreq", 0.10))
     halfcompat = str(params.get("Contype", "Halfcompat")).lower().startswith("h")
-    stem, burnin, files, drop = _load(settings, params)
-    out = output_stem(settings, params, stem)
+    burnin, files, drop = _load(tree.stem, params)
+    out = tree.out
     taxa = files[0].taxa
     n, nruns = len(taxa), len(files)
     per_run = len(files[0].trees) - drop
@@ -202,7 +213,7 @@ def run_sumt(settings, console) -> dict:
     stamp = session_stamp(settings)
     head = "[ID: %s]\n" % stamp if len(stamp) > 1 else ""
     full = (1 << n) - 1
-    lines = _intro(stem, nruns, burnin, out, files, sampled, per_run, minpart, taxa)
+    lines = _intro(tree, nruns, burnin, files, sampled, per_run, minpart, taxa)
     parts_rows, screen_parts = [], []
     width_id = max(int(math.log10(n_print)) + 1, 2)
     for i in range(n_print):
@@ -215,19 +226,20 @@ def run_sumt(settings, console) -> dict:
         pic = "".join("*" if x.bits >> k & 1 else "." for k in range(n))
         parts_rows.append("%d\t%s" % (i, pic))
         screen_parts.append("   %*d -- %s" % (width_id, i, pic))
-    lines += ["", '   Key to taxon bipartitions (saved to file "%s.parts"):' % out, "",
+    lines += results_banner(tree) + ["", '   Key to taxon bipartitions (saved to file "%s.parts"):' % out, "",
               "   %*s -- Partition" % (width_id, "ID"), "   " + "-" * min(width_id + 4 + n, 80)]
     lines += screen_parts + ["   " + "-" * min(width_id + 4 + n, 80), ""]
     _write(out + ".parts", head + "ID\tPartition\n" + "".join(r + "\n" for r in parts_rows))
-    tst, scr, sds = _tstat(parts[:n_print], n, nruns, per_run, sampled, sci, prec, width_id, out)
+    tst, scr, sds = _tstat(parts[:n_print], n, nruns, per_run, sampled, sci, prec, width_id, tree.screen_out)
     _write(out + ".tstat", head + tst)
     lines += scr
-    vst, scr, psrfs = _vstat(parts[:n_print], nruns, hpd, sci, prec, out)
+    vst, scr, psrfs = _vstat(parts[:n_print], nruns, hpd, sci, prec, tree.screen_out, files[-1].param)
     _write(out + ".vstat", head + vst)
     lines += scr
     if save:
         lines += ['   Saving branch parameters to file "%s.brparams"' % out, ""]
-        _write(out + ".brparams", brparams_text(parts, float(params.get("Minbrparamfreq", 0.5)), per_run, sci, prec))
+        _write(out + ".brparams", brparams_text(parts, float(params.get("Minbrparamfreq", 0.5)), per_run, sci, prec,
+                                                length_name(files[-1].param)))
     avg_sd = sum(sds) / (n_print - n - 1) if n_print - n - 1 > 0 else float("nan")
     max_sd = max(sds) if sds else 0.0
     if nruns > 1:
@@ -260,18 +272,18 @@ def _write(path: str, text: str) -> None:
     write_text_whole(path, text, "the summary file")
 
 
-def _intro(stem, nruns, burnin, out, files, sampled, per_run, minpart, taxa):
-    total = len(files[0].trees)
+def _intro(tree: TreeFiles, nruns, burnin, files, sampled, per_run, minpart, taxa):
+    stem, total = tree.stem, len(files[0].trees)
     first = ('   Summarizing trees in file "%s.t"' % stem if nruns == 1 else
              '   Summarizing trees in files "%s.run1.t" and "%s.run2.t"' % (stem, stem) if nruns == 2 else
              '   Summarizing trees in files "%s.run1.t", "%s.run2.t",...,"%s.run%d.t"' % (stem, stem, stem, nruns))
-    lines = [first, "   " + burnin.describe("sampled trees"),
-             "   Writing statistics to files %s.<parts|tstat|vstat|trprobs|con>" % out,
-             "   Examining first file ..." if nruns > 1 else "   Examining file ...",
+    lines = gap_before(tree) + [first, "   " + burnin.describe("sampled trees"),
+             "   Writing statistics to files %s.<parts|tstat|vstat|trprobs|con>" % tree.screen_out,
+             examining_line(tree, nruns),
              '   Found one tree block in file "%s" with %d trees in last block' % (files[0].path, total)]
     if nruns > 1:
         lines.append("   Expecting the same number of trees in the last tree block of all files")
-    lines += ["", "   Tree reading status:", "",
+    lines += ["", reading_status_line(tree), "",
               "   0      10      20      30      40      50      60      70      80      90     100",
               "   v-------v-------v-------v-------v-------v-------v-------v-------v-------v-------v",
               "   " + "*" * 81, ""]
@@ -280,8 +292,9 @@ def _intro(stem, nruns, burnin, out, files, sampled, per_run, minpart, taxa):
     else:
         lines += ["   Read a total of %d trees in %d files (sampling %d of them)" % (total * nruns, nruns, sampled),
                   "      (Each file contained %d trees of which %d were sampled)" % (total, per_run)]
-    lines += general_explanation(minpart)
-    lines += ["   %4d -- %s" % (k + 1, t) for k, t in enumerate(taxa)]
+    if tree.first:
+        lines += general_explanation(minpart)
+        lines += ["   %4d -- %s" % (k + 1, t) for k, t in enumerate(taxa)]
     return lines
 
 
@@ -331,9 +344,10 @@ def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id, out):
     return "".join(r + "\n" for r in rows), scr, sds
 
 
-def _vstat(parts, nruns, hpd, sci, prec, out):
-    """.vstat rows (length[i] for every printed split but the root) and the screen table."""
-    longest = max(9, int(math.log10(len(parts))) + 3 + len("tree") + 2)
+def _vstat(parts, nruns, hpd, sci, prec, out, param: str = "tree"):
+    """.vstat rows (length[i], `length{k}[i]` for a file of tree{k}, for every printed split but the root)
+    and the screen table."""
+    longest = max(9, int(math.log10(len(parts))) + 3 + len(param) + 2)
     pad = " " * max(1, longest - 9)
     width = 68 + longest - 9 + (17 if nruns > 1 else 0)
     scr = ["", "   Summary statistics for branch and node parameters", '      (saved to file "%s.vstat"):' % out, "",
@@ -347,7 +361,7 @@ def _vstat(parts, nruns, hpd, sci, prec, out):
     rows, psrfs = [head], []
     for i in range(1, len(parts)):
         x = parts[i]
-        name = "length[%d]" % i
+        name = "%s[%d]" % (length_name(param), i)
         st = _summary([r for r in x.lengths], hpd)
         line = "   %-*s  %10.6f  %10.6f  %10.6f  %10.6f  %10.6f" % (longest, name, st["mean"], st["var"],
                                                                    st["lower"], st["upper"], st["median"])

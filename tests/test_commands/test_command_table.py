@@ -79,6 +79,7 @@ EVIDENCE = {
     ("sumt", "Filename"): _SUMT, ("sumt", "Minpartfreq"): _SUMT, ("sumt", "Contype"): _SUMT,
     ("sumt", "Conformat"): "test_summary/test_sumt_formats.py::test_credible_sets_and_simple_consensus_match_mrbayes",
     ("sumt", "Outputname"): _SUMT, ("sumt", "Calctreeprobs"): _SUMT, ("sumt", "Hpd"): _SUMT,
+    ("sumt", "Ntrees"): "test_summary/test_sumt_ntrees.py::test_ntrees_matches_mrbayes",
     ("sumt", "Showtreeprobs"): _TREEPROBS, ("sumt", "Savebrparams"): _TREEPROBS, ("sumt", "Minbrparamfreq"): _TREEPROBS,
     ("startvals", "Tau"): _ORACLE_LNL, ("startvals", "V"): _ORACLE_LNL, ("startvals", "Ratemultiplier"): _ORACLE_LNL,
     ("log", "Start"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",

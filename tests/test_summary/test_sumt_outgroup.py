@@ -64,7 +64,7 @@ def _compare(tmp_path, monkeypatch, mb, block: str, stems, data=("primates.nex",
         if partitioned:
             a, b = _without_vstat(a), _without_vstat(b)
         assert a == b
-    kinds = (".parts", ".tstat", ".trprobs") + (() if partitioned else (".vstat",))
+    kinds = (".parts", ".tstat", ".trprobs", ".brparams") + (() if partitioned else (".vstat",))
     made = sorted(p.name for p in sides["mb"].iterdir() if p.suffix in kinds or p.name.endswith(".con.tre"))
     assert made and made == sorted(p.name for p in sides["us"].iterdir() if p.name in made)
     for name in made:
@@ -85,6 +85,8 @@ _CASES = {   # name: (block, the .t files' stems, data files)
                         " sumt filename=r outputname=b;", "r"),
     "execute-resets": (" execute primates.nex;\n outgroup 3; sumt filename=r outputname=a;\n execute primates.nex;\n"
                        " outgroup 3; sumt filename=r outputname=b;", "r"),
+    "brparams-minpartfreq": (" execute primates.nex;\n outgroup 6; sumt filename=r savebrparams=yes minpartfreq=0.02"
+                             " contype=allcompat;", "r"),
     "delete-restore": (" execute primates.nex;\n outgroup Pongo; delete 12; restore 12; outgroup 5;"
                        " sumt filename=r;", "r"),
     "cynmix": (" execute cynmix.nex;\n outgroup 20; sumt filename=c outputname=a contype=allcompat;\n"

@@ -51,12 +51,18 @@ def output_stem(settings) -> str:
 def adopt_run_count(settings, sumss: bool = False) -> None:
     """sump and sumt summarise as many runs as mcmc's Nruns, set when mcmc starts as MrBayes' DoMcmc (and
     DoMcmcp) set it, and sumss too when a run starts (DoMcmc, not DoMcmcp); a later `sump nruns=...`
-    (sumt, sumss) still overrides it."""
+    (sumt, sumss) still overrides it. A run with several trees (`unlink topology`) also sets sumt's
+    ntrees to their number (one tree leaves it as it was, as in MrBayes 3.2.7a)."""
+    from mbgpu.tree_groups import tree_groups
+
     nruns = settings.mcmc.get("Nruns", 2)
     settings.sump["Nruns"] = nruns
     settings.sumt["Nruns"] = nruns
     if sumss:
         settings.sumss["Nruns"] = nruns
+        n_trees = len(tree_groups(settings))
+        if n_trees > 1:
+            settings.sumt["Ntrees"] = n_trees
 
 
 def run_mcmc(interp, ss=None) -> None:

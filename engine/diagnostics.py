@@ -48,7 +48,7 @@ def psrf(samples: Sequence[Sequence[float]]) -> float:
             v, old = float(r[i]), a_w
             a_w += (v - a_w) / (i + 1)
             s_wj += (v - a_w) * (v - old)
-        s_w += s_wj / (r.size - 1) if r.size > 1 else float("nan")
+        s_w += s_wj / (r.size - 1) if r.size > 1 else _c_divide_by_zero(s_wj)
         old_b = a_b
         a_b += (a_w - a_b) / (j + 1)
         if j:
@@ -59,6 +59,12 @@ def psrf(samples: Sequence[Sequence[float]]) -> float:
     if not s_w > 0.0:
         return float("nan")
     return math.sqrt((weight - 1.0) / weight + (m + 1) / m * (s_b / s_w))
+
+
+def _c_divide_by_zero(x: float) -> float:
+    """x / 0.0 as C computes it: a run of one sample adds sWj/0 to MrBayes' sum, +inf when an earlier
+    run left sWj > 0 (the PSRF then comes out as sqrt((w-1)/w)), NaN (NA) when sWj is 0."""
+    return math.copysign(math.inf, x) if x != 0.0 and x == x else float("nan")
 
 
 def ess(samples: Sequence[float]) -> float:

@@ -63,6 +63,7 @@ class Settings:
     startvals: dict[str, Any] = field(default_factory=dict)
     startvals_grid: Any = None     # (runs, chains) the startvals trees apply to (MrBayes' grid, see do_mcmc)
     outgroup: int = 0
+    sumt_outgroup: int = 0     # MrBayes' localOutGroup as the last sumt left it: mbgpu.summary.outgroup
     trees: dict[str, TreeRecord] = field(default_factory=dict)
     excluded: set = field(default_factory=set)  # 0-based excluded columns
     taxsets: dict[str, frozenset] = field(default_factory=dict)   # lower-case name -> 0-based taxa
@@ -99,7 +100,7 @@ class Settings:
         self.matrix, self.data_file = matrix, data_file
         self.charsets, self.partitions, self.unlinked, self.startvals = {}, {}, {}, {}
         self.startvals_grid = None
-        self.outgroup, self.excluded, self.stored = 0, set(), []
+        self.outgroup, self.excluded, self.stored, self.sumt_outgroup = 0, set(), [], 0
         self.taxsets, self.constraints = {}, {}
         self.ordered, self.ordered_model, self.deleted = frozenset(), frozenset(), frozenset()
         self.partitions["Default"] = default_partition(matrix)

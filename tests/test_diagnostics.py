@@ -1,4 +1,6 @@
 """MrBayes' PSRF, ESS and ASDSF against MrBayes' own output files (primates_gtrig_20k, sim12_hky_g4)."""
+import math
+
 import numpy as np
 import pytest
 
@@ -54,6 +56,15 @@ def test_psrf_properties():
     apart = [rng.normal(size=500) + 5 * k for k in range(2)]
     assert psrf(apart) > 3
     assert np.isnan(psrf([np.ones(10), np.ones(10)]))
+
+
+def test_psrf_with_a_run_of_one_sample_is_mrbayes():
+    """MrBayes divides by count-1 = 0 in C: after a run with spread the sum is +inf and the PSRF
+    sqrt((w-1)/w) (w: samples per run); first, or after runs without spread, 0/0 gives NA. The value is
+    MrBayes' .vstat entry for such a split (9.636241e-01 with 27 and 1 samples)."""
+    assert psrf([[1.0, 2.0, 3.0] * 9, [1.5]]) == pytest.approx(math.sqrt(13 / 14), abs=0) and \
+        "%e" % psrf([[1.0, 2.0, 3.0] * 9, [1.5]]) == "9.636241e-01"
+    assert np.isnan(psrf([[1.5], [1.0, 2.0, 3.0]]))
 
 
 def test_ess_of_iid_and_correlated_samples():

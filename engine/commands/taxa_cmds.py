@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mbgpu.constraints import parse_constraint, taxon_list
 from mbgpu.errors import CommandError
+from mbgpu.summary.outgroup import remember_outgroup
 
 
 def do_taxset(interp, spec, cmd) -> None:
@@ -50,6 +51,7 @@ def do_delete(interp, spec, cmd) -> None:
         raise cmd.error("there must be at least two included taxa, now there %s %s"
                         % ("is" if left == 1 else "are", left or "none"), cmd.tokens[1], CommandError)
     s.deleted = deleted
+    remember_outgroup(s)    # MrBayes rebuilds its taxon list here, localOutGroup included (sumt's quirk)
     interp.console.print("   %s taxa: %d of %d included" % ("Excluding" if spec.name == "Delete" else "Restoring",
                                                             left, s.matrix.ntax))
 

@@ -23,6 +23,7 @@ from mbgpu.summary.condraw import DrawNode, credibility_tree, phylogram
 from mbgpu.summary.common import (burnin_of, c_fixed, check_exists, emit, file_stem, mb_num, mb_quicksort,
                                    number_format, output_stem, run_files, session_stamp)
 from mbgpu.summary.explain import general_explanation
+from mbgpu.summary.outgroup import hung_edges, outgroup_index, remember_outgroup, stale_outgroup
 from mbgpu.summary.sump import hpd_median
 from mbgpu.summary.sumt_trees import (TreeFiles, examining_line, gap_before, length_name, reading_status_line,
                                       results_banner, tree_files)
@@ -133,13 +134,14 @@ def _load(stem: str, params):
     return burnin, files, drop
 
 
-def _count(files, drop, n_taxa, trees: bool):
-    """Split BST over the post-burn-in trees of all runs, and (`trees`) MrBayes' counter of topologies."""
+def _count(files, drop, n_taxa, trees: bool, roots: tuple[int, int] = (0, 0)):
+    """Split BST over the post-burn-in trees of all runs, and (`trees`) MrBayes' counter of topologies;
+    unrooted trees hung at `roots` = (outgroup, where the first tree of run 1 hangs: outgroup.py)."""
     nruns, root, topo, packed = len(files), None, TreeCounter(), {}
-    full = (1 << n_taxa) - 1
     for r, f in enumerate(files):
-        for t in f.trees[drop:]:
-            edges = t.lengths["edges"] if t.rooted else _outgroup_form(t.lengths["edges"], full)
+        for k, t in enumerate(f.trees[drop:]):
+            edges = t.lengths["edges"] if t.rooted else \
+                hung_edges(t.topology, t.lengths["edges"], roots[1] if r == k == 0 else roots[0])
             root = _tree_parts(t.topology, root, r, nruns, n_taxa, edges)
             if trees:
                 key = (t.rooted, frozenset(b for b, _ in edges))        # the same tree packs the same
@@ -158,12 +160,6 @@ def _check_brparams(files) -> None:
         raise InputFileError("savebrparams=yes: the trees have no branch lengths", Location(files[0].path))
 
 
-def _outgroup_form(edges, full: int):
-    """Edges of an unrooted tree as MrBayes writes it (taxon 1 hanging from the basal node): every split
-    on the side without taxon 1, so the same clade has one key whichever node the file's root is."""
-    return [(b ^ full if b & 1 and b != 1 and b != full else b, length) for b, length in edges]
-
-
 def run_sumt(settings, console) -> dict:
     """The `sumt` command: print MrBayes' summary and write .parts .tstat .vstat .con.tre .trprobs, for
     each tree of `ntrees` in turn (sumt_trees.py).
@@ -172,17 +168,18 @@ def run_sumt(settings, console) -> dict:
     'trees': every tree's, for callers and tests.
     """
     params = dict(getattr(settings, "sumt", None) or {})
-    if getattr(settings, "outgroup", 0):
-        raise NotImplementedYet("sumt with an outgroup other than the first taxon is not supported yet: MrBayes "
-                                "then orients the splits and roots the consensus at that outgroup")
     stem = file_stem(settings, params)
     trees = tree_files(stem, output_stem(settings, params, stem), int(params.get("Ntrees", 1)))
-    results = [_summarize_tree(settings, console, params, tree) for tree in trees]
+    stale = stale_outgroup(settings)      # MrBayes roots only tree 1's first tree there (outgroup.py)
+    remember_outgroup(settings)
+    results = [_summarize_tree(settings, console, params, tree, stale if k == 0 else None)
+               for k, tree in enumerate(trees)]
     return dict(results[-1], trees=results)
 
 
-def _summarize_tree(settings, console, params: dict, tree: TreeFiles) -> dict:
-    """One tree's summary: its files read, its tables printed, its output files written."""
+def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int | None) -> dict:
+    """One tree's summary: its files read, its tables printed, its output files written; `stale`: where
+    MrBayes hangs the first tree of run 1 (None: at the outgroup, as every tree after the first)."""
     sci, prec = number_format(settings)
     hpd = str(params.get("Hpd", "Yes")).lower().startswith("y")
     minpart = float(params.get("Minpartfreq", 0.10))
@@ -190,6 +187,7 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles) -> dict:
     burnin, files, drop = _load(tree.stem, params)
     out = tree.out
     taxa = files[0].taxa
+    og = outgroup_index(settings, taxa)
     n, nruns = len(taxa), len(files)
     per_run = len(files[0].trees) - drop
     sampled = per_run * nruns
@@ -197,7 +195,7 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles) -> dict:
                         (("Calctreeprobs", "Yes"), ("Showtreeprobs", "No"), ("Savebrparams", "No")))
     if save:
         _check_brparams(files)
-    root, topo = _count(files, drop, n, calc)
+    root, topo = _count(files, drop, n, calc, (og, og if stale is None else stale))
     parts = _preorder(root)
     min_count = minpart * (sampled // nruns)
     n_print = len(parts)
@@ -218,7 +216,7 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles) -> dict:
     width_id = max(int(math.log10(n_print)) + 1, 2)
     for i in range(n_print):
         x = parts[i]
-        if x.bits & 1:
+        if x.bits >> og & 1:
             x.bits ^= full
         nb = bin(x.bits).count("1")
         if nb == n or nb == 0:
@@ -254,7 +252,7 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles) -> dict:
     lines.append("")
     allparts = parts[:]
     mb_quicksort(allparts, 0, len(allparts) - 1, lambda p: p.total)
-    con = _consensus(allparts, n, sampled, halfcompat)
+    con = _consensus(allparts, n, sampled, halfcompat, og)
     lines += _drawings(con, taxa, sampled)
     simple = str(params.get("Conformat", "Figtree")) == "Simple"
     _write(out + ".con.tre", "#NEXUS\n" + head + _contree_text(con, allparts, taxa, per_run, halfcompat, hpd,
@@ -403,12 +401,14 @@ class _Node:
         self.part, self.length = None, -1.0
 
 
-def _consensus(parts, n, sampled, halfcompat):
-    """ConTree: resolve a bush by splits in order of frequency, skipping incompatible ones."""
+def _consensus(parts, n, sampled, halfcompat, og: int = 0):
+    """ConTree: resolve a bush (the outgroup first) by splits in order of frequency, skipping incompatible
+    ones. The splits are taken as the listing left them: those listed turned to the side without the
+    outgroup, the others as counted (their outgroup side only where outgroup.py's quirk keyed them so)."""
     full = (1 << n) - 1
     root = _Node(None, n, full)
     tips = [_Node(k, 1, 1 << k) for k in range(n)]
-    for t in tips:
+    for t in [tips[og]] + tips[:og] + tips[og + 1:]:
         t.anc = root
         root.kids.append(t)
     n_nodes, target, n_tips_seen = n + 1, 2 * n - 3, 0
@@ -418,7 +418,7 @@ def _consensus(parts, n, sampled, halfcompat):
         freq = x.total / sampled
         if freq < 0.50 and halfcompat:
             break
-        bits = x.bits ^ full if x.bits & 1 else x.bits
+        bits = x.bits
         nb = bin(bits).count("1")
         if nb == n or nb == 0:
             root.part = x
@@ -441,7 +441,7 @@ def _consensus(parts, n, sampled, halfcompat):
             q.kids, q.anc = inside, p
             n_nodes += 1
         else:
-            j = 0 if nb == n - 1 else (bits & -bits).bit_length() - 1
+            j = og if nb == n - 1 else (bits & -bits).bit_length() - 1
             tips[j].part = x
             tips[j].length = _summary(x.lengths, True)["median"]
             n_tips_seen += 1

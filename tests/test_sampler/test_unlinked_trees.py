@@ -277,3 +277,28 @@ def test_posterior_of_each_tree_matches_mrbayes(mb, tmp_path, monkeypatch):
         for clade in set(ours) | set(theirs):
             assert abs(ours.get(clade, 0.0) - theirs.get(clade, 0.0)) < 0.1, (k, sorted(clade), ours.get(clade),
                                                                              theirs.get(clade))
+
+
+def test_sumt_after_the_run_summarizes_every_tree(mb_double, tmp_path, monkeypatch):
+    """A plain `sumt;` after an mcmc with three trees summarizes each (MrBayes sets ntrees to their
+    number): every tree's files equal those mb-double writes from the same .t files (the [ID] aside)."""
+    text = ("#NEXUS\nbegin mrbayes;\nset seed=4 swapseed=4;\nexecute primates.nex;\n%s\nmcmc ngen=1000 nruns=2 "
+            "nchains=1 samplefreq=10 printfreq=1000 diagnfreq=1000 checkpoint=no filename=t1;\nsumt;\nend;\n"
+            % UNLINKED)
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
+    _mbgpu(tmp_path / "g", text, monkeypatch)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
+    for k in (1, 2, 3):
+        for r in (1, 2):
+            name = "t1.tree%d.run%d.t" % (k, r)
+            (tmp_path / "m" / name).write_bytes((tmp_path / "g" / name).read_bytes())
+    _mb(mb_double, tmp_path / "m", "#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes;\nexecute primates.nex;\n"
+        "sumt filename=t1 ntrees=3;\nend;\n")
+    for k in (1, 2, 3):
+        for ext in ("parts", "tstat", "vstat", "trprobs", "con.tre"):
+            name = "t1.tree%d.%s" % (k, ext)
+            want, got = [[ln for ln in (tmp_path / side / name).read_text().splitlines() if not ln.startswith("[ID:")]
+                         for side in ("m", "g")]
+            assert got == want, name

@@ -6,14 +6,13 @@ import types
 import numpy as np
 import pytest
 
-from mbgpu.errors import NotImplementedYet
 from mbgpu.output.tfile import TFileWriter, newick_of
 from mbgpu.start_state import perturb, taxon_index
 from mbgpu.summary import run_sumt
 from mbgpu.summary.condraw import tip_label
 from mbgpu.tree import Tree
 from tests.conftest import TEST_DATA
-from tests.test_output.mbpeer import run_mb, run_ours, stage
+from tests.test_output.mbpeer import run_mb, run_ours
 
 PRIMATES = ["Tarsius_syrichta", "Lemur_catta", "Homo_sapiens", "Pan", "Gorilla", "Pongo", "Hylobates",
             "Macaca_fuscata", "M_mulatta", "M_fascicularis", "M_sylvanus", "Saimiri_sciureus"]
@@ -64,16 +63,6 @@ def test_tip_labels_like_mrbayes():
     assert tip_label("A", 0) == "A (1)"
     assert tip_label("T101", 100) == "T101 (110)" and tip_label("T100", 99) == "T100 (100)"
     assert len(tip_label("x" * 40, 104)) == 20
-
-
-def test_outgroup_other_than_the_first_taxon_is_refused(tmp_path, monkeypatch):
-    """MrBayes orients splits and roots the consensus at the outgroup (and then counts differently);
-    mbgpu's sumt does not yet, so it refuses rather than print other numbers."""
-    folder = stage(tmp_path, TEST_DATA / "primates.nex")
-    _hand_runs(folder)
-    with pytest.raises(NotImplementedYet, match="sumt with an outgroup other than the first taxon"):
-        run_ours(folder, " execute primates.nex;\n outgroup 3; sumt filename=p;", monkeypatch)
-    assert not (folder / "p.parts").exists()
 
 
 def _caterpillar(names, rng) -> str:

@@ -8,6 +8,7 @@ the same chains and MrBayes' default moves, each contestant in fresh processes.
 
 Data sets (--data; default primates):
   primates    tests/data/primates.nex's data block (12 taxa x 898 sites), lset nst=6 rates=invgamma
+  primates-codon3  the same by codon position, `unlink topology=(all)`: one tree per position
   dna50x2k    simulated, 50 taxa x 2,000 sites, GTR+I+G4
   dna64x50k   simulated, 64 taxa x 50,000 sites, GTR+I+G4 (the data of benchmarks/mcmc_gpu.py's dna case)
   dna128x100k simulated, 128 taxa x 100,000 sites, GTR+I+G4 (issue 19's large DNA set)
@@ -81,6 +82,11 @@ DNA_LSET = "lset nst=6 rates=invgamma;"
 DATASETS = {
     "primates": dict(source=os.path.join("tests", "data", "primates.nex"), lset=DNA_LSET, prset="",
                      model="GTR+I+G4"),
+    # one tree per codon position (unlink topology): the interpreted step, as the compiled core refuses it
+    "primates-codon3": dict(source=os.path.join("tests", "data", "primates.nex"),
+                            lset="charset p1 = 1-898\\3; charset p2 = 2-898\\3; charset p3 = 3-898\\3; partition c = "
+                                 "3: p1, p2, p3; set partition=c; unlink topology=(all); " + DNA_LSET, prset="",
+                            model="GTR+I+G4, 3 unlinked trees"),
     "dna50x2k": dict(case="dna", n_taxa=50, n_sites=2_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
     "dna64x50k": dict(case="dna", n_taxa=64, n_sites=50_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),
     "dna128x100k": dict(case="dna", n_taxa=128, n_sites=100_000, seed=5, lset=DNA_LSET, prset="", model="GTR+I+G4"),

@@ -39,17 +39,19 @@ def user_tree(settings, name: str) -> Tree:
 
 
 def start_tree(settings, rng: np.random.Generator, pars=None, chain: tuple[int, int] = (0, 0),
-               suffix: str = "") -> Tree:
+               suffix: str = "", tau_suffix: str | None = None) -> Tree:
     """The start tree of one chain: the fixed topology (`prset topologypr=fixed(NAME)`, which overrides
     startvals tau as in MrBayes), startvals when given (unless `mcmc starttree=random` or `parsimony`),
     otherwise random, or by parsimony from `pars` (the data's state masks and pattern weights, for
     `starttree=parsimony`); branch lengths from startvals V, else 0.02; then `mcmc nperts` random NNIs
     (MrBayes' RandPerturb). `chain` (run, chain): the startvals trees reach only the chains of
     `Settings.startvals_grid`, as in MrBayes (chains added by a later nruns or nchains start at random).
-    `suffix`: with several trees (`unlink topology`) the tree's MrBayes suffix, `{1}`: startvals tau{1}=."""
+    `suffix`: with several trees (`unlink topology`) the tree's MrBayes suffix, `{1}`: startvals tau{1}=;
+    `tau_suffix` (None: `suffix`) that of its Tau when trees share it."""
     if settings.matrix.ntax < 3:
         raise DataError("an analysis needs at least 3 taxa; the matrix has %d" % settings.matrix.ntax)
-    tau, v = settings.startval("Tau" + suffix), settings.startval("V" + suffix)
+    tau = settings.startval("Tau" + (suffix if tau_suffix is None else tau_suffix))
+    v = settings.startval("V" + suffix)
     grid = settings.startvals_grid
     if grid is not None and not (chain[0] < grid[0] and chain[1] < grid[1]):
         tau = v = None
@@ -111,3 +113,62 @@ def perturb(tree: Tree, n: int, rng: np.random.Generator, cset=None, tries: int 
         if cset is None or cset.violated(new) is None:
             tree, done = new, done + 1
     raise ModelError("mcmc nperts=%d: the start tree could not be perturbed without breaking a constraint" % n)
+
+
+def start_trees(settings, groups, rng: np.random.Generator, pars=None, chain: tuple[int, int] = (0, 0)) -> list[Tree]:
+    """A chain's start trees, one per tree of `groups` (mbgpu.tree_groups.TreeGroups), in their order.
+    Trees sharing a topology (`unlink brlens` inside a linked topology) take the first's topology (its
+    parent array, so MultNNI moves them alike) and their own branch lengths: startvals V{k}, else 0.02."""
+    if len(groups) == 1:
+        return [start_tree(settings, rng, pars[0] if pars else None, chain)]
+    several_tau = groups.n_topologies > 1
+    out: list[Tree] = []
+    for k in range(len(groups)):
+        first = groups.sharing(groups.tau(k))[0]
+        if first == k:
+            out.append(start_tree(settings, rng, pars[k] if pars else None, chain, groups.suffix(k),
+                                  groups.tau_suffix(k) if several_tau else ""))
+        else:
+            out.append(_shared_start(settings, out[first], "V" + groups.suffix(k), chain))
+    return out
+
+
+def _shared_start(settings, first: Tree, v_key: str, chain: tuple[int, int]) -> Tree:
+    """`first`'s topology with the branch lengths of startvals `v_key` (by split), else all 0.02."""
+    tree = first.copy()
+    v = settings.startval(v_key)
+    grid = settings.startvals_grid
+    if grid is not None and not (chain[0] < grid[0] and chain[1] < grid[1]) or \
+            settings.mcmc.get("Starttree", "Current") in ("Random", "Parsimony"):
+        v = None
+    tree.brlen[tree.parent >= 0] = DEFAULT_BRLEN
+    if v is None:
+        return tree
+    lengths = _split_lengths(user_tree(settings, v))
+    mine = _node_splits(tree)
+    if set(mine.values()) != set(lengths):
+        raise ModelError("startvals: tree '%s' (%s) does not have the topology of tau" % (v, v_key))
+    for node, split in mine.items():
+        tree.brlen[node] = lengths[split]
+    if np.any(tree.brlen[tree.parent >= 0] <= 0):
+        raise ModelError("startvals: tree '%s' has a branch length that is not positive" % v)
+    return tree
+
+
+def _node_splits(tree: Tree) -> dict[int, frozenset[int]]:
+    """Every branch (by its lower node) as the tip set on its side without tip 0 (tips too)."""
+    kids = tree.children()
+    below: dict[int, frozenset[int]] = {}
+    everything = frozenset(range(tree.n_tips))
+    out = {}
+    for v in tree.postorder().tolist():
+        below[v] = frozenset([v]) if v < tree.n_tips else frozenset().union(*(below[c] for c in kids[v]))
+        if tree.parent[v] >= 0:
+            out[v] = below[v] if 0 not in below[v] else everything - below[v]
+    return out
+
+
+def _split_lengths(tree: Tree) -> dict[frozenset[int], float]:
+    """{split: branch length} of an unrooted tree (a degree-2 root's two branches joined)."""
+    tree = tree.deroot()
+    return {s: float(tree.brlen[v]) for v, s in _node_splits(tree).items()}

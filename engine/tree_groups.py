@@ -3,8 +3,9 @@ names MrBayes gives each tree's parameters and files.
 
 MrBayes links two divisions' topologies when their link ids are equal (`Settings.link_ids("Topology")`),
 and their branch lengths only when the topologies are linked too: `unlink topology=(all)` alone gives one
-Tau{k} with its V{k} per division. Linked topologies with unlinked branch lengths (one Tau, several V,
-moved by MrBayes' MultNNI) are not supported yet, nor per-tree priors (docs/plans/unlinked-trees.md).
+Tau{k} with its V{k} per division. Branch lengths unlinked inside a linked topology (`unlink brlens=(all)`)
+give one tree per V group that share one Tau: their topologies stay identical (MrBayes' MultNNI moves
+them all). Per-tree priors are not supported yet (docs/plans/unlinked-trees.md).
 """
 from __future__ import annotations
 
@@ -16,10 +17,39 @@ from mbgpu.output.paramnames import part_suffix
 
 @dataclass(frozen=True)
 class TreeGroups:
-    """The 1-based divisions of each tree, ordered by first division; one group: a single tree."""
+    """The 1-based divisions of each tree (one per V), ordered by first division; one group: a single
+    tree. `topology[k]`: the 0-based Tau of tree k (empty: each tree its own)."""
 
     groups: tuple[tuple[int, ...], ...]
     n_divisions: int
+    topology: tuple[int, ...] = ()
+
+    def tau(self, k: int) -> int:
+        """The 0-based topology (Tau) of tree k."""
+        return self.topology[k] if self.topology else k
+
+    @property
+    def n_topologies(self) -> int:
+        return len(set(self.topology)) if self.topology else len(self.groups)
+
+    def sharing(self, t: int) -> tuple[int, ...]:
+        """The trees of topology t."""
+        return tuple(k for k in range(len(self.groups)) if self.tau(k) == t)
+
+    def firsts(self) -> list[int]:
+        """Each topology's first tree (the one its split frequencies are counted on)."""
+        return [self.sharing(t)[0] for t in range(self.n_topologies)]
+
+    def tau_suffix(self, k: int) -> str:
+        """The suffix of tree k's Tau: its divisions and those of every tree sharing it."""
+        divs = sorted(d for j in self.sharing(self.tau(k)) for d in self.groups[j])
+        return part_suffix(divs, self.n_divisions)
+
+    def param_name(self, k: int) -> str:
+        """The `[Param: ...]` of tree k's .t file: `tree` and its suffix; MrBayes writes `tree{1}` in every
+        file of trees sharing one topology (a quirk)."""
+        return "tree" + (self.suffix(self.sharing(self.tau(k))[0]) if len(self.sharing(self.tau(k))) > 1
+                         else self.suffix(k))
 
     def __len__(self) -> int:
         return len(self.groups)
@@ -53,19 +83,23 @@ def tree_groups(settings) -> TreeGroups:
             different topology or branch-length priors, or with plain `startvals tau=` (not `tau{1}=`).
     """
     n = len(settings.divisions)
-    groups = _groups_by_id(settings.link_ids("Topology"))
+    taus = _groups_by_id(settings.link_ids("Topology"))
     brlens = settings.link_ids("Brlens")
-    for g in groups:
-        if len({brlens[i - 1] for i in g}) > 1:
-            raise NotImplementedYet("unlink brlens=(...) with a linked topology (one Tau with several V, MrBayes' "
-                                    "MultNNI move) is not supported yet; 'unlink topology=(...)' unlinks both")
-    out = TreeGroups(tuple(groups), n)
-    if len(groups) > 1:
-        _check_several(settings)
+    trees, topology = [], []
+    for t, g in enumerate(taus):
+        for v in _groups_by_id([(brlens[i - 1] if i in g else -1) for i in range(1, n + 1)]):
+            if v[0] in g:
+                trees.append(v)
+                topology.append(t)
+    order = sorted(range(len(trees)), key=lambda k: trees[k])
+    trees, topology = [trees[k] for k in order], [topology[k] for k in order]
+    out = TreeGroups(tuple(trees), n, tuple(topology) if len(trees) > len(taus) else ())
+    if len(trees) > 1:
+        _check_several(settings, out)
     return out
 
 
-def _check_several(settings) -> None:
+def _check_several(settings, trees: TreeGroups) -> None:
     """What mbgpu does not yet run with several trees."""
     for option in ("Topologypr", "Brlenspr"):
         priors = {str(d.prset[option]) for d in settings.divisions}
@@ -75,7 +109,7 @@ def _check_several(settings) -> None:
         if len(priors) > 1:
             raise NotImplementedYet("different brlenspr in partitions with unlinked topologies is not "
                                     "supported yet")
-    if settings.startvals.get("Tau") is not None or settings.startvals.get("V") is not None:
+    if (trees.n_topologies > 1 and settings.startvals.get("Tau") is not None) or settings.startvals.get("V") is not None:
         raise NotImplementedYet("startvals tau=/v= given before unlink topology, for several trees, is not "
                                 "supported yet: give each tree's after it (startvals tau{1}=T v{1}=T ...)")
     if any(d.prset["Ratepr"].kind != "Fixed" for d in settings.divisions):
@@ -86,3 +120,8 @@ def _check_several(settings) -> None:
         raise NotImplementedYet("mcmc allcomps=yes with unlinked topologies is not supported yet")
     if getattr(settings, "taxa_left_out", 0):
         raise NotImplementedYet("deleted taxa with unlinked topologies are not supported yet")
+    if trees.topology and int(settings.mcmc.get("Nperts", 0)):
+        raise NotImplementedYet("mcmc nperts with unlinked branch lengths in a linked topology is not supported yet")
+    if trees.topology and settings.mcmc.get("Starttree") == "Parsimony":
+        raise NotImplementedYet("mcmc starttree=parsimony with unlinked branch lengths in a linked topology is not "
+                                "supported yet")

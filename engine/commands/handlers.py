@@ -320,7 +320,8 @@ def _startvals_key(s, cmd, name: str, suffix: str | None, tok) -> str:
         groups = tree_groups(s)
     except NotImplementedYet as err:
         raise _located(cmd, tok, err) from None
-    known = [groups.suffix(k) for k in range(len(groups))]
+    known = [groups.suffix(k) for k in range(len(groups))] if name == "V" else \
+        list(dict.fromkeys(groups.tau_suffix(k) for k in range(len(groups))))   # one Tau may hold several V
     if suffix is None and len(known) > 1:
         raise cmd.error("Several parameters matched the abbreviated name '%s' (%s)" % (
             tok.text, ", ".join(name + k for k in known)), tok, CommandError)
@@ -330,10 +331,22 @@ def _startvals_key(s, cmd, name: str, suffix: str | None, tok) -> str:
     return name + suffix if len(known) > 1 else name
 
 
+def _tau_key(s, v_key: str) -> str:
+    """Where the start topology of startvals `v_key` (V, V{1}) is kept: its Tau's key (`Tau{1}`, or `Tau`
+    where one Tau holds every tree: `unlink brlens` alone)."""
+    from mbgpu.tree_groups import tree_groups
+
+    groups = tree_groups(s)
+    if len(groups) == 1:
+        return "Tau"
+    k = next(k for k in range(len(groups)) if "V" + groups.suffix(k) == v_key)
+    return "Tau" + groups.tau_suffix(k) if groups.n_topologies > 1 else "Tau"
+
+
 def _check_lengths_topology(s, cmd, key: str, value: str, a) -> None:
     """MrBayes takes V's branch lengths onto the current start topology (tau's tree, or the fixed one;
     a random tree otherwise): a tree of another topology is its error."""
-    tau = s.startvals.get("Tau" + key[1:]) or s.fixed_topology()
+    tau = s.startvals.get(_tau_key(s, key)) or s.fixed_topology()
     if tau is None or user_tree(s, tau).splits() != user_tree(s, value).splits():
         raise cmd.error("Topology of user tree '%s' wrong in setting parameter '%s' (set %s first, to a tree "
                         "of the same topology)" % (value, key, "tau" + key[1:]), a.value.token, CommandError)

@@ -215,7 +215,7 @@ def _sumt() -> list[Param]:
     ]
 
 
-# what link/unlink can split (brlens inside a linked topology is refused at mcmc: mbgpu.tree_groups)
+# what link/unlink can split (the trees they give: mbgpu.tree_groups)
 _LINKED = ("Tratio", "Revmat", "Statefreq", "Shape", "Pinvar", "Ratemultiplier", "Topology", "Brlens")
 _LINKABLE = ("Tratio", "Revmat", "Omega", "Statefreq", "Shape", "Pinvar", "Correlation", "Ratemultiplier",
              "Switchrates", "Topology", "Brlens", "Speciationrate", "Extinctionrate", "Fossilizationrate",

@@ -17,10 +17,18 @@ class NNI(Move):
     weight = 5.0
 
     def propose(self, tree: Tree, rng: np.random.Generator, ctx: MoveContext) -> Proposal:
+        drawn = self.draw(tree, rng)
+        if drawn is None:
+            return aborted(tree)
+        return make_proposal(tree, swapped(tree, *drawn), 0.0)
+
+    @staticmethod
+    def draw(tree: Tree, rng: np.random.Generator) -> tuple[int, int, int, int] | None:
+        """(u, v, a, c) of swapped(): the branch u-v and the subtrees exchanged; None: no internal branch."""
         n, root = tree.n_tips, tree.root
         count = tree.n_nodes - n - 1                 # internal branches: non-root internal nodes, in order
         if count < 1:
-            return aborted(tree)
+            return None
         u = n + int(rng.random() * count)
         if u >= root:
             u += 1
@@ -31,7 +39,7 @@ class NNI(Move):
         if parent[v] >= 0:
             c_side = sorted(c_side + [int(parent[v])])             # v's neighbours but u
         a = a_side[0] if rng.random() < 0.5 else a_side[1]
-        return make_proposal(tree, swapped(tree, u, v, a, c_side[0]), 0.0)
+        return u, v, a, c_side[0]
 
 
 def swapped(tree: Tree, u: int, v: int, a: int, c: int) -> Tree:
@@ -46,3 +54,19 @@ def swapped(tree: Tree, u: int, v: int, a: int, c: int) -> Tree:
         parent[u], brlen[u] = c, tree.brlen[v]
         parent[v], brlen[v] = u, tree.brlen[u]
     return Tree(tree.n_tips, parent, brlen)
+
+
+class MultNNI(NNI):
+    """MultNNI(Tau,V...): one NNI applied to every tree sharing a topology (`unlink brlens` inside a linked
+    topology; MrBayes' Move_NNI_Hetero). The branch and the swap are drawn on the first tree as NNI draws
+    them; every tree keeps its own branch lengths, so the move is symmetric: log Hastings = 0."""
+
+    name = "MultNNI(Tau,V)"
+    weight = 15.0
+
+    def propose_shared(self, trees: list[Tree], rng: np.random.Generator) -> list[Tree] | None:
+        """The moved trees (one topology, each its own branch lengths), or None when no move is possible."""
+        drawn = self.draw(trees[0], rng)
+        if drawn is None:
+            return None
+        return [swapped(tree, *drawn) for tree in trees]

@@ -217,8 +217,11 @@ def parameter_lines(settings, params) -> list[str]:
         if n > 1:
             out.append("            " + _partitions(p.divisions, n))
         if p.kind == "topology":
-            brlens = next(q for q in mps if q.kind == "brlens" and q.divisions == p.divisions)
-            out.append("            Subparam.  = %s" % brlens.name(n))
+            subs = [q.name(n) for q in mps if q.kind == "brlens" and set(q.divisions) <= set(p.divisions)]
+            if len(subs) == 1:
+                out.append("            Subparam.  = %s" % subs[0])
+            else:           # one Tau with several V (`unlink brlens`): MrBayes' list
+                out.append("            Subparams  = %s and %s" % (", ".join(subs[:-1]), subs[-1]))
         out.append("")
     return out
 

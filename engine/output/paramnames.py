@@ -86,11 +86,13 @@ def model_parameters(settings, params) -> list[ModelParameter]:
 
     divs = settings.divisions
     free = {(p.kind, tuple(p.divisions)) for p in params}
-    trees = tree_groups(settings).groups
+    groups = tree_groups(settings)
+    taus = [tuple(sorted(d for j in groups.sharing(t) for d in groups.groups[j])) for t in range(groups.n_topologies)]
+    trees = {"topology": taus, "brlens": list(groups.groups)}
     out: list[ModelParameter] = []
     for k in PARAMS + TREE:
         tree = k in TREE
-        for g in trees if tree else link_groups(settings, k.kind):
+        for g in trees[k.kind] if tree else link_groups(settings, k.kind):
             d = divs[g[0] - 1]
             is_estimated = (k.kind, g) in free or (not tree and is_free(k.kind, d))
             out.append(ModelParameter(k.kind, g, d.prset[k.prset], is_estimated, d.datatype))

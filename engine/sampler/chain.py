@@ -178,6 +178,8 @@ class Chain:
         return self.trees, values, log_h, touched, old
 
     def _propose_tree(self, move):
+        if getattr(move, "shared", None) is not None:
+            return self._propose_shared(move)
         k = move.tree
         prop = move.propose(self.trees[k], self.rng, self.ctxs[k])
         if prop is None:
@@ -189,6 +191,23 @@ class Chain:
         for part in touched:
             part.inc.stage(prop.tree)
         return trees, self.values, float(prop.log_hastings), touched, old
+
+    def _propose_shared(self, move):
+        """MultNNI: one NNI on every tree of a topology (each keeps its branch lengths); log Hastings 0."""
+        from mbgpu.sampler.tree_move_slot import propose_shared
+
+        ks = move.shared
+        moved = propose_shared(move, [self.trees[k] for k in ks], self.rng, self.ctxs[ks[0]])
+        if moved is None:
+            return None
+        trees = list(self.trees)
+        for k, tree in zip(ks, moved):
+            trees[k] = tree
+        touched = [part for part in self.parts if part.tree in ks]
+        old = sum(part.inc.lnl for part in touched)
+        for part in touched:
+            part.inc.stage(trees[part.tree])
+        return trees, self.values, 0.0, touched, old
 
     def _log_prior(self, trees: list[Tree], values: list):
         """(log prior of a proposed state, its cached terms): only the terms the proposal changed are

@@ -52,14 +52,26 @@ def tree_moves(n_divisions: int, fixed_topology: bool = False, trees=None) -> li
         [part_suffix(range(1, n_divisions + 1), n_divisions)]
     topology, brlens = [], []
     for k, sfx in enumerate(suffixes):
+        shared = trees.sharing(trees.tau(k)) if trees is not None else (k,)
+        if len(shared) > 1 and not fixed_topology and k == shared[0]:
+            topology.append(_mult_nni(trees, shared))
         for move in default_tree_moves():
             head, _, inner = move.name.partition("(")
             names = inner.rstrip(")").split(",")
-            if fixed_topology and "Tau" in names:
+            if "Tau" in names and (fixed_topology or len(shared) > 1):
                 continue
             slot = TreeMoveSlot(move, "%s(%s)" % (head, ",".join(p + sfx for p in names)), tree=k)
             (topology if "Tau" in names else brlens).append(slot)
     return topology + brlens
+
+
+def _mult_nni(trees, shared: tuple[int, ...]):
+    """MrBayes' only topology move of trees sharing one Tau: MultNNI(Tau{all},V{1},V{2},...)."""
+    from mbgpu.moves.nni import MultNNI
+    from mbgpu.sampler.tree_move_slot import TreeMoveSlot
+
+    names = ["Tau" + trees.tau_suffix(shared[0])] + ["V" + trees.suffix(k) for k in shared]
+    return TreeMoveSlot(MultNNI(), "MultNNI(%s)" % ",".join(names), tree=shared[0], shared=shared)
 
 
 def build_moves(params, n_divisions: int, include_tree: bool = True, n_chars: dict | None = None,

@@ -17,7 +17,7 @@ from mbgpu.sampler.chain import Chain, PartSlot
 from mbgpu.sampler.batch_step import PartFactory
 from mbgpu.sampler.model_state import ModelCache
 from mbgpu.sampler.move_table import build_moves, copy_moves
-from mbgpu.start_state import start_tree
+from mbgpu.start_state import start_trees
 from mbgpu.tree_groups import tree_groups
 
 
@@ -35,6 +35,7 @@ class Prior:
     n_chars: dict
     constraints: object = None     # mbgpu.constraints.ConstraintSet: the topology term counts what they allow
     taxa_left_out: int = 0         # `delete`d taxa: MrBayes' gammadir constant counts them (mbgpu.deleted_taxa)
+    repeats: tuple = ()            # per tree: True where an earlier tree has its topology (one Tau term each)
 
     def __call__(self, tree, values) -> float:
         return self.of_trees([tree], values)
@@ -70,9 +71,10 @@ class Prior:
     def total_of_trees(self, brlens: list[float], trees, parameters: list[float]) -> float:
         """`total` over every tree's branch-length and topology terms (one tree: exactly `total`)."""
         b, topo = brlens[0], self.topology(trees[0].n_tips)
-        for x, t in zip(brlens[1:], trees[1:]):
+        for k, (x, t) in enumerate(zip(brlens[1:], trees[1:]), 1):
             b += x
-            topo += self.topology(t.n_tips)
+            if not (self.repeats and self.repeats[k]):
+                topo += self.topology(t.n_tips)
         return self.total(b, topo, parameters)
 
     @staticmethod
@@ -144,9 +146,9 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     params = free_parameters(settings)
     n_chars = {i: float(sum(p.weights.sum() for p in group)) for i, group in enumerate(sets, 1)}
     fixed_mult = rate_multipliers(settings)
-    prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars, constraints.active(settings),
-                  settings.taxa_left_out)
     groups = tree_groups(settings)
+    prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars, constraints.active(settings),
+                  settings.taxa_left_out, tuple(k not in groups.firsts() for k in range(len(groups))))
     own = [None] if len(groups) == 1 else groups.groups      # each tree's divisions
     ctxs = [_move_context(settings, sets, factory, gpu_parsimony, g) for g in own]
     pars = [parsimony_data(sets, g) for g in own] if settings.mcmc.get("Starttree") == "Parsimony" else None
@@ -167,8 +169,7 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
                 chains.append(None)
                 continue
             rng = chain_rng(seed, run, c)
-            trees = [start_tree(settings, rng, pars[k] if pars else None, (run, c),
-                                "" if len(own) == 1 else groups.suffix(k)) for k in range(len(own))]
+            trees = start_trees(settings, groups, rng, pars, (run, c))
             parts = [PartSlot(lanes.new(k, tips, ps.weights, build_model(spec), fixed_mult[div - 1]), div, spec,
                               fixed_mult[div - 1], groups.of_division(div))
                      for k, (div, spec, ps, tips) in enumerate(inputs)]

@@ -77,7 +77,7 @@ class FileSink:
                            mode)
                 self.files.append(tf)
                 self.t[r].append(TFileWriter(tf, run_ids[r], settings.matrix.taxa, header=head,
-                                             param="tree" + self.trees.suffix(k)))    # tree{all}: partitioned
+                                             param=self.trees.param_name(k)))    # tree{all}: partitioned
         self.mcmc = None
         self.mcmc_path = "%s.mcmc" % stem
         self.run_id = run_ids[0]
@@ -86,7 +86,7 @@ class FileSink:
         self.tree_splits = [SplitCounter(n, settings.matrix.ntax, outgroup=settings.outgroup,
                                          minpartfreq=opts.minpartfreq, relburnin=opts.relburnin,
                                          burninfrac=opts.burninfrac, burnin=opts.burnin)
-                            for _ in range(len(self.trees))]
+                            for _ in range(self.trees.n_topologies)]     # one per topology
         self.splits = self.tree_splits[0]
         self.last_stat = None
         self.last_avg = None       # the average standard deviation of the last diagnostics
@@ -104,9 +104,10 @@ class FileSink:
                 raise ModelError("run %d reached a non-finite state at generation %d; nothing was written for it"
                                  % (r + 1, gen))
             self.p[r].row(gen, c.lnl, c.lnpr, values)
-            for writer, counter, tree in zip(self.t[r], self.tree_splits, trees):
+            for writer, tree in zip(self.t[r], trees):
                 writer.tree(gen, newick_of(tree, self.sci, self.prec, self.settings.outgroup, self.order_taxa))
-                counter.add_tree(r, tree)
+            for counter, k in zip(self.tree_splits, self.trees.firsts()):
+                counter.add_tree(r, trees[k])
 
     def diagnose(self, gen: int, mc3, show: bool = True):
         """The split-frequency statistic on the screen and a .mcmc row; show=False (an ss step's burn-in):
@@ -177,7 +178,7 @@ class FileSink:
         self.mcmc = McmcFileWriter(fh, self.run_id, moves, self.opts.nchains, self.opts.nruns > 1, header=mode == "w",
                                    diagnstat=self.settings.mcmc.get("Diagnstat", "Avgstddev"),
                                    allchains=self.opts.allchains, allcomps=self.opts.allcomps,
-                                   n_trees=len(self.trees))
+                                   n_trees=self.trees.n_topologies)
 
     def output_sizes(self) -> dict[str, int]:
         """Flush and fsync every output file; {path: bytes written} (-1: not created yet)."""

@@ -136,11 +136,13 @@ def test_allchains_outputs_byte_identical_to_serial(tmp_path):
     assert screen(four.stdout) == screen(one.stdout)
 
 
-def test_unlinked_topologies_byte_identical_to_serial(tmp_path):
-    """Three trees per chain (`unlink topology`) over 3 ranks: rank 0 gets each cold chain's trees by
-    message and writes every tree's file as the serial run does."""
+@pytest.mark.parametrize("unlink", ["topology", "brlens"])
+def test_unlinked_topologies_byte_identical_to_serial(unlink, tmp_path):
+    """Three trees per chain (`unlink topology`, or `unlink brlens`: three sharing one topology) over 3
+    ranks: rank 0 gets each cold chain's trees by message and writes every tree's file as the serial run
+    does."""
     model = ("charset p1 = 1-898\\3; charset p2 = 2-898\\3; charset p3 = 3-898\\3; partition c = 3: p1, p2, p3; "
-             "set partition=c; unlink topology=(all);")
+             "set partition=c; unlink %s=(all);" % unlink)
     text = block().replace("lset nst=6 rates=gamma;", model)
     (tmp_path / "serial").mkdir()
     (tmp_path / "mpi").mkdir()

@@ -22,6 +22,8 @@ from tests.test_checkpoint.common import block, run_text, same_outputs
 CODON = ("charset p1 = 1-898\\3; charset p2 = 2-898\\3; charset p3 = 3-898\\3; "
          "partition by_codon = 3: p1, p2, p3; set partition=by_codon;")
 UNLINKED = CODON + " unlink topology=(all);"
+BRLENS = CODON + " unlink brlens=(all);"                       # one Tau{all}, V{1} V{2} V{3}: MultNNI
+PARTIAL = CODON + " unlink brlens=(all); link brlens=(1,3);"    # one Tau{all}, V{1,3} V{2}
 
 
 def _mbgpu(folder, text: str, monkeypatch) -> str:
@@ -82,16 +84,48 @@ def test_three_trees_score_as_mrbayes_scores_them(backend, mb_double, tmp_path, 
         assert abs(float(got[col]) - float(want[col])) < 1e-6, (col, got[col], want[col])
 
 
+@pytest.mark.parametrize("model, names", [(BRLENS, ("V{1}", "V{2}", "V{3}")), (PARTIAL, ("V{1,3}", "V{2}"))],
+                         ids=["brlens", "partial"])
+def test_trees_sharing_a_topology_score_as_mrbayes_scores_them(model, names, mb_double, tmp_path, monkeypatch):
+    """`unlink brlens` inside the linked topology: after 300 generations (MultNNI and each tree's
+    branch-length moves) mbgpu's trees share one topology with lengths of their own; MrBayes started on
+    them (`startvals tau=T1 V{1}=T1 V{2}=T2 ...`, which it refuses for differing topologies) computes
+    the same LnL and LnPr (1e-6) and TL of each tree."""
+    setting = "set seed=11 swapseed=3 precision=15 scientific=no; execute %s; %s prset statefreqpr=fixed(equal);" % (
+        TEST_DATA / "primates.nex", model)
+    _mbgpu(tmp_path / "g", "#NEXUS\nbegin mrbayes; %s mcmc ngen=300 samplefreq=100 printfreq=100 nruns=1 "
+           "nchains=1 filename=u; end;\n" % setting, monkeypatch)
+    taxa = [ln.split()[0] for ln in (TEST_DATA / "primates.nex").read_text().split("matrix")[1].splitlines()[1:13]]
+    trees = [_last_tree(tmp_path / "g" / ("u.tree%d.t" % k), taxa) for k in range(1, len(names) + 1)]
+    assert len(set(trees)) == len(names)
+    numbered = [_last_tree(tmp_path / "g" / ("u.tree%d.t" % k), [str(i) for i in range(1, 13)])
+                for k in range(1, len(names) + 1)]
+    assert all(_clades(t) == _clades(numbered[0]) for t in numbered)
+    got = _row(tmp_path / "g" / "u.p", 300)
+    tree_block = "begin trees;\n" + "".join("  tree t%d = %s;\n" % (k, t.rstrip(";")) for k, t in enumerate(trees, 1))
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
+    _mb(mb_double, tmp_path / "m", "#NEXUS\nbegin mrbayes; execute primates.nex; end;\n%send;\nbegin mrbayes; %s "
+        "startvals tau=t1 %s; mcmc ngen=1 samplefreq=1 nruns=1 nchains=1 mcmcdiagn=no checkpoint=no filename=u; end;\n"
+        % (tree_block, setting.replace("execute %s;" % (TEST_DATA / "primates.nex"), ""),
+           " ".join("%s=t%d" % (v, k) for k, v in enumerate(names, 1))))
+    want = _row(tmp_path / "m" / "u.p", 0)
+    assert list(want) == list(got)
+    for col in ["LnL", "LnPr"] + ["TL" + v[1:] for v in names]:
+        assert abs(float(got[col]) - float(want[col])) < 1e-6, (col, got[col], want[col])
+
+
 MCMC = "ngen=200 samplefreq=100 printfreq=100 diagnfreq=100 nruns=2 nchains=2 filename=t1"
 
 
-@pytest.mark.parametrize("model", [UNLINKED, CODON], ids=["unlinked", "linked"])
+@pytest.mark.parametrize("model", [UNLINKED, CODON, BRLENS, PARTIAL], ids=["unlinked", "linked", "brlens", "partial"])
 def test_files_moves_and_diagnostics_are_mrbayes(model, mb_double, tmp_path, monkeypatch):
     """Tree files per tree and run, their headers ([Param: tree{k}]; one linked tree of partitioned data:
-    tree{all}), the .p and .mcmc headers, the move list and one ASDSF line per topology, as mb-double
-    writes them for the same commands."""
+    tree{all}; trees sharing a topology: the first's, MrBayes' quirk), the .p and .mcmc headers, the move
+    list (MultNNI for trees sharing a topology), the model summary's parameters and one ASDSF line per
+    topology, as mb-double writes them for the same commands."""
     text = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes seed=5 swapseed=7;\nexecute primates.nex;\n%s\n"
-            "mcmc %s;\nend;\n" % (model, MCMC))
+            "showmodel;\nmcmc %s;\nend;\n" % (model, MCMC))
     for side in ("g", "m"):
         (tmp_path / side).mkdir()
         (tmp_path / side / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
@@ -100,7 +134,8 @@ def test_files_moves_and_diagnostics_are_mrbayes(model, mb_double, tmp_path, mon
     names = sorted(p.name for p in (tmp_path / "m").iterdir() if p.name.startswith("t1."))
     assert names == sorted(p.name for p in (tmp_path / "g").iterdir() if p.name.startswith("t1.") and
                            not p.name.endswith(".ckp.h5"))
-    assert ("t1.tree3.run2.t" if model == UNLINKED else "t1.run2.t") in names
+    assert {UNLINKED: "t1.tree3.run2.t", BRLENS: "t1.tree3.run2.t", PARTIAL: "t1.tree2.run2.t"}.get(
+        model, "t1.run2.t") in names
     for name in names:
         want = (tmp_path / "m" / name).read_text().splitlines()
         got = (tmp_path / "g" / name).read_text().splitlines()
@@ -113,19 +148,25 @@ def test_files_moves_and_diagnostics_are_mrbayes(model, mb_double, tmp_path, mon
         return [ln.strip() for ln in s.split("following moves:")[1].split("\n\n")[0].splitlines()[1:]]
 
     assert moves(screen) == moves(mb_screen)
+
+    def params(s):
+        return [ln.strip() for ln in s.splitlines() if re.search(r"Parameter  =|Subparam|Partitions? +=", ln)]
+
+    assert params(screen) == params(mb_screen)
     asdsf = re.compile(r"Average standard deviation of split frequencies( for topology \d)?: ")
     assert asdsf.findall(screen) == asdsf.findall(mb_screen)
     assert len(asdsf.findall(screen)) == (6 if model == UNLINKED else 2)
 
 
-def test_continuation_is_byte_identical(tmp_path, monkeypatch):
+@pytest.mark.parametrize("model", [UNLINKED, BRLENS], ids=["unlinked", "brlens"])
+def test_continuation_is_byte_identical(model, tmp_path, monkeypatch):
     """A run continued from its checkpoint (every tree and every tree's split counts in it) writes the
     same files as a straight run."""
     mcmc = "nruns=2 nchains=2 samplefreq=10 printfreq=100 diagnfreq=40 tunefreq=20 filename=r"
     names = ["r.run1.p", "r.run2.p", "r.mcmc"] + ["r.tree%d.run%d.t" % (k, r) for k in (1, 2, 3) for r in (1, 2)]
-    run_text(tmp_path / "ref", block(160, "checkfreq=30", model=UNLINKED, mcmc=mcmc), monkeypatch)
-    run_text(tmp_path / "cont", block(73, "checkfreq=30", model=UNLINKED, mcmc=mcmc), monkeypatch, "a.nex")
-    run_text(tmp_path / "cont", block(160, "checkfreq=30 append=yes", model=UNLINKED, mcmc=mcmc), monkeypatch,
+    run_text(tmp_path / "ref", block(160, "checkfreq=30", model=model, mcmc=mcmc), monkeypatch)
+    run_text(tmp_path / "cont", block(73, "checkfreq=30", model=model, mcmc=mcmc), monkeypatch, "a.nex")
+    run_text(tmp_path / "cont", block(160, "checkfreq=30 append=yes", model=model, mcmc=mcmc), monkeypatch,
              "b.nex")
     assert same_outputs(tmp_path / "ref", tmp_path / "cont", names) == []
 
@@ -170,7 +211,7 @@ def _quartet(line: str) -> int:
 
 
 @pytest.mark.parametrize("commands, says", [
-    (CODON + " unlink brlens=(all); mcmc ngen=10;", "unlink brlens=(...) with a linked topology"),
+    (BRLENS + " mcmc ngen=10 nperts=2;", "nperts with unlinked branch lengths in a linked topology"),
     (UNLINKED + " prset ratepr=variable; mcmc ngen=10;", "ratepr=variable with unlinked topologies"),
     (UNLINKED + " ss ngen=2000 nsteps=2;", "ss with unlinked topologies"),
     ("begin trees; tree a = (1,(2,3),(4,(5,(6,(7,(8,(9,(10,(11,12)))))))));\nend;\nbegin mrbayes; startvals tau=a;"
@@ -191,12 +232,12 @@ TREES = ("begin trees;\n tree a = (1,(2,3),(4,(5,(6,(7,(8,(9,(10,(11,12)))))))))
          ":0.1):0.1):0.1):0.1):0.1):0.1):0.1);\n tree c = ((1,2),3,(4,(5,(6,(7,(8,(9,(10,(11,12)))))))));\nend;\n")
 
 
-def _startvals_file(folder, startvals: str) -> str:
+def _startvals_file(folder, startvals: str, model: str = UNLINKED) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
     return ("#NEXUS\nexecute primates.nex;\n%sbegin mrbayes;\nset autoclose=yes nowarn=yes quitonerror=yes;\n%s\n"
             "startvals %s;\nmcmc ngen=1 nruns=1 nchains=1 samplefreq=1 checkpoint=no filename=sv;\nend;\n"
-            % (TREES, UNLINKED, startvals))
+            % (TREES, model, startvals))
 
 
 def test_startvals_of_each_tree_like_mrbayes(mb_double, tmp_path, monkeypatch):
@@ -210,15 +251,32 @@ def test_startvals_of_each_tree_like_mrbayes(mb_double, tmp_path, monkeypatch):
     assert got == want
 
 
-@pytest.mark.parametrize("startvals, says", [
-    ("tau=a", "Several parameters matched the abbreviated name 'tau'"),
-    ("tau{all}=a", "Could not find parameter 'tau{all}'"),
-    ("v{2}=b", "Topology of user tree 'b' wrong in setting parameter 'V{2}'"),
-    ("tau{2}=c v{2}=b", "Topology of user tree 'b' wrong in setting parameter 'V{2}'"),
+@pytest.mark.parametrize("startvals", ["tau=a v{2}=b", "tau{all}=b v{1}=b v{3}=b"])
+def test_startvals_of_trees_sharing_a_topology_like_mrbayes(startvals, mb_double, tmp_path, monkeypatch):
+    """`unlink brlens` alone: one Tau (`tau=`, `tau{all}=`) and each V's lengths (b: a's topology with
+    lengths of its own, taken by split; 0.02 where no V is given): MrBayes' Gen-0 LnL and LnPr."""
+    text = _startvals_file(tmp_path / "m", startvals, BRLENS)
+    line = re.compile(r"Chain 1 -- (\S+) -- (\S+)")
+    want = line.search(_mb(mb_double, tmp_path / "m", text)).groups()
+    _startvals_file(tmp_path / "g", "", BRLENS)
+    got = line.search(_mbgpu(tmp_path / "g", text, monkeypatch)).groups()
+    assert got == want
+
+
+@pytest.mark.parametrize("startvals, says, model", [
+    ("tau=a", "Several parameters matched the abbreviated name 'tau'", UNLINKED),
+    ("tau{all}=a", "Could not find parameter 'tau{all}'", UNLINKED),
+    ("v{2}=b", "Topology of user tree 'b' wrong in setting parameter 'V{2}'", UNLINKED),
+    ("tau{2}=c v{2}=b", "Topology of user tree 'b' wrong in setting parameter 'V{2}'", UNLINKED),
+    ("v=b", "Several parameters matched the abbreviated name 'v'", BRLENS),
+    ("tau{1}=a", "Could not find parameter 'tau{1}'", BRLENS),
+    ("v{3}=b", "Topology of user tree 'b' wrong in setting parameter 'V{3}'", BRLENS),
+    ("tau=c v{3}=b", "Topology of user tree 'b' wrong in setting parameter 'V{3}'", BRLENS),
 ])
-def test_startvals_errors_are_mrbayes(startvals, says, mb_double, tmp_path, monkeypatch):
-    """The names MrBayes does not take with three trees, and lengths whose topology is not the tree's."""
-    text = _startvals_file(tmp_path / "m", startvals)
+def test_startvals_errors_are_mrbayes(startvals, says, model, mb_double, tmp_path, monkeypatch):
+    """The names MrBayes does not take with three trees (three topologies, or one with three V), and
+    lengths whose topology is not the tree's."""
+    text = _startvals_file(tmp_path / "m", startvals, model)
     (tmp_path / "m" / "cmd.nex").write_text(text)
     done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path / "m", capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and says.split(" '")[0] in done.stdout, done.stdout[-1500:]
@@ -256,12 +314,14 @@ def _split_freqs(tfile, burnin: float = 0.25) -> dict:
 
 
 @pytest.mark.slow
-def test_posterior_of_each_tree_matches_mrbayes(mb, tmp_path, monkeypatch):
-    """Each codon position's own tree: the split frequencies MrBayes samples, within 0.1 (two runs of two
-    chains each side, the first quarter of the samples left out)."""
+@pytest.mark.parametrize("model", [UNLINKED, BRLENS], ids=["unlinked", "brlens"])
+def test_posterior_of_each_tree_matches_mrbayes(model, mb, tmp_path, monkeypatch):
+    """Each codon position's own tree (or branch lengths on the shared topology, moved by MultNNI): the
+    split frequencies MrBayes samples, within 0.1 (two runs of two chains each side, the first quarter of
+    the samples left out)."""
     text = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes seed=9 swapseed=9;\nexecute primates.nex;\n%s\n"
             "mcmc ngen=30000 nruns=2 nchains=2 samplefreq=20 printfreq=30000 diagnfreq=30000 checkpoint=no "
-            "filename=po;\nend;\n" % UNLINKED)
+            "filename=po;\nend;\n" % model)
     for side in ("g", "m"):
         (tmp_path / side).mkdir()
         (tmp_path / side / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
@@ -279,12 +339,14 @@ def test_posterior_of_each_tree_matches_mrbayes(mb, tmp_path, monkeypatch):
                                                                              theirs.get(clade))
 
 
-def test_sumt_after_the_run_summarizes_every_tree(mb_double, tmp_path, monkeypatch):
-    """A plain `sumt;` after an mcmc with three trees summarizes each (MrBayes sets ntrees to their
-    number): every tree's files equal those mb-double writes from the same .t files (the [ID] aside)."""
+@pytest.mark.parametrize("model", [UNLINKED, BRLENS], ids=["unlinked", "brlens"])
+def test_sumt_after_the_run_summarizes_every_tree(model, mb_double, tmp_path, monkeypatch):
+    """A plain `sumt;` after an mcmc with three trees (three topologies, or one with three V) summarizes
+    each (MrBayes sets ntrees to their number): every tree's files equal those mb-double writes from the
+    same .t files (the [ID] aside)."""
     text = ("#NEXUS\nbegin mrbayes;\nset seed=4 swapseed=4;\nexecute primates.nex;\n%s\nmcmc ngen=1000 nruns=2 "
             "nchains=1 samplefreq=10 printfreq=1000 diagnfreq=1000 checkpoint=no filename=t1;\nsumt;\nend;\n"
-            % UNLINKED)
+            % model)
     (tmp_path / "g").mkdir()
     (tmp_path / "g" / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
     _mbgpu(tmp_path / "g", text, monkeypatch)

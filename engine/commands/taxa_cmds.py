@@ -47,9 +47,9 @@ def do_delete(interp, spec, cmd) -> None:
         raise cmd.error("%s: %s" % (spec.name.lower(), err.message), cmd.tokens[1], CommandError) from None
     deleted = s.deleted | named if spec.name == "Delete" else s.deleted - named
     left = s.matrix.ntax - len(deleted)
-    if left < 2:
-        raise cmd.error("there must be at least two included taxa, now there %s %s"
-                        % ("is" if left == 1 else "are", left or "none"), cmd.tokens[1], CommandError)
+    if left < 3:     # MrBayes 3.2.7a's check and words (mb-double): two left is "only one" too
+        raise cmd.error("there must be at least two included taxa, now there is %s" % ("only one" if left else "none"),
+                        cmd.tokens[1], CommandError)
     s.deleted = deleted
     remember_outgroup(s)    # MrBayes rebuilds its taxon list here, localOutGroup included (sumt's quirk)
     interp.console.print("   %s taxa: %d of %d included" % ("Excluding" if spec.name == "Delete" else "Restoring",

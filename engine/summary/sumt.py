@@ -23,6 +23,7 @@ from mbgpu.summary.condraw import DrawNode, credibility_tree, phylogram
 from mbgpu.summary.common import (burnin_of, c_fixed, check_exists, emit, file_stem, mb_num, mb_quicksort,
                                    number_format, output_stem, run_files, session_stamp)
 from mbgpu.summary.explain import general_explanation
+from mbgpu.summary.prune import deleted_names, pruned_files, pruned_lines
 from mbgpu.summary.outgroup import hung_edges, outgroup_index, remember_outgroup, stale_outgroup
 from mbgpu.summary.sump import hpd_median
 from mbgpu.summary.sumt_trees import (TreeFiles, examining_line, gap_before, length_name, reading_status_line,
@@ -185,6 +186,9 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int
     minpart = float(params.get("Minpartfreq", 0.10))
     halfcompat = str(params.get("Contype", "Halfcompat")).lower().startswith("h")
     burnin, files, drop = _load(tree.stem, params)
+    pruned = deleted_names(settings, files[0].taxa)
+    numbers = [i for i, t in enumerate(files[0].taxa) if t not in pruned]      # as drawn: the file's numbers
+    files = pruned_files(files, pruned)
     out = tree.out
     taxa = files[0].taxa
     og = outgroup_index(settings, taxa)
@@ -211,7 +215,7 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int
     stamp = session_stamp(settings)
     head = "[ID: %s]\n" % stamp if len(stamp) > 1 else ""
     full = (1 << n) - 1
-    lines = _intro(tree, nruns, burnin, files, sampled, per_run, minpart, taxa)
+    lines = _intro(tree, nruns, burnin, files, sampled, per_run, minpart, taxa, pruned)
     parts_rows, screen_parts = [], []
     width_id = max(int(math.log10(n_print)) + 1, 2)
     for i in range(n_print):
@@ -253,7 +257,7 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int
     allparts = parts[:]
     mb_quicksort(allparts, 0, len(allparts) - 1, lambda p: p.total)
     con = _consensus(allparts, n, sampled, halfcompat, og)
-    lines += _drawings(con, taxa, sampled)
+    lines += _drawings(con, taxa, numbers, sampled)
     simple = str(params.get("Conformat", "Figtree")) == "Simple"
     _write(out + ".con.tre", "#NEXUS\n" + head + _contree_text(con, allparts, taxa, per_run, halfcompat, hpd,
                                                                sci, prec, simple))
@@ -270,7 +274,7 @@ def _write(path: str, text: str) -> None:
     write_text_whole(path, text, "the summary file")
 
 
-def _intro(tree: TreeFiles, nruns, burnin, files, sampled, per_run, minpart, taxa):
+def _intro(tree: TreeFiles, nruns, burnin, files, sampled, per_run, minpart, taxa, pruned):
     stem, total = tree.stem, len(files[0].trees)
     first = ('   Summarizing trees in file "%s.t"' % stem if nruns == 1 else
              '   Summarizing trees in files "%s.run1.t" and "%s.run2.t"' % (stem, stem) if nruns == 2 else
@@ -284,7 +288,7 @@ def _intro(tree: TreeFiles, nruns, burnin, files, sampled, per_run, minpart, tax
     lines += ["", reading_status_line(tree), "",
               "   0      10      20      30      40      50      60      70      80      90     100",
               "   v-------v-------v-------v-------v-------v-------v-------v-------v-------v-------v",
-              "   " + "*" * 81, ""]
+              "   " + "*" * 81, ""] + pruned_lines(pruned)
     if nruns == 1:
         lines.append("   Read %d trees from last tree block (sampling %d of them)" % (total, sampled))
     else:
@@ -449,22 +453,22 @@ def _consensus(parts, n, sampled, halfcompat, og: int = 0):
     return root
 
 
-def _draw_tree(node, taxa, sampled: int) -> DrawNode:
-    """The consensus as condraw's nodes: names, support (the split's share of all sampled trees, as
-    MrBayes puts on its drawing) and median branch lengths."""
+def _draw_tree(node, taxa, numbers, sampled: int) -> DrawNode:
+    """The consensus as condraw's nodes: names and numbers (in the tree files, before pruning), support
+    (the split's share of all sampled trees, as MrBayes puts on its drawing) and median branch lengths."""
     if node.tip is not None:
-        return DrawNode(node.tip, taxa[node.tip], length=node.length)
+        return DrawNode(numbers[node.tip], taxa[node.tip], length=node.length)
     d = DrawNode(support=node.part.total / sampled if node.part is not None else 0.0, length=node.length)
-    d.kids = [_draw_tree(k, taxa, sampled) for k in node.kids]
+    d.kids = [_draw_tree(k, taxa, numbers, sampled) for k in node.kids]
     for k in d.kids:
         k.anc = d
     return d
 
 
-def _drawings(con, taxa, sampled: int) -> list[str]:
+def _drawings(con, taxa, numbers, sampled: int) -> list[str]:
     """'Clade credibility values:' and, where the trees have branch lengths, the phylogram."""
-    lines = ["", "   Clade credibility values:", ""] + credibility_tree(_draw_tree(con, taxa, sampled))
-    drawn = phylogram(_draw_tree(con, taxa, sampled))
+    lines = ["", "   Clade credibility values:", ""] + credibility_tree(_draw_tree(con, taxa, numbers, sampled))
+    drawn = phylogram(_draw_tree(con, taxa, numbers, sampled))
     if drawn is not None:
         lines += ["", "   Phylogram (based on average branch lengths):", ""] + drawn + [""]
     return lines

@@ -1,5 +1,5 @@
-"""sumt after `outgroup` against MrBayes 3.2.7a on the same .t files: splits keyed and printed by their
-side without the outgroup, the consensus (.con.tre, figtree and simple, and its drawings) rooted there,
+"""sumt after `outgroup` (and after `delete`, which prunes the trees read: mbgpu.summary.prune) against
+MrBayes 3.2.7a on the same .t files: splits keyed and printed by their side without the outgroup, the consensus (.con.tre, figtree and simple, and its drawings) rooted there,
 and MrBayes' quirk of rooting the first sampled tree of run 1 where the last sumt, `delete`/`restore`
 or the start of the session left its outgroup (mbgpu.summary.outgroup): every file byte for byte and the
 screen of each sumt line for line."""
@@ -78,6 +78,14 @@ _CASES = {   # name: (block, the .t files' stems, data files)
                              " contype=allcompat;", "r"),
     "delete-restore": (" execute primates.nex;\n outgroup Pongo; delete 12; restore 12; outgroup 5;"
                        " sumt filename=r;", "r"),
+    "prune-one": (" execute primates.nex;\n delete 3; sumt filename=r;", "r"),
+    "prune-four": (" execute primates.nex;\n delete 3 5 7 11; sumt filename=r outputname=a;\n restore all;"
+                   " sumt filename=r outputname=b;", "r"),
+    "prune-eight-wrapped-names": (" execute primates.nex;\n delete 2-9; sumt filename=s nruns=1;", "s"),
+    "prune-outgroup": (" execute primates.nex;\n outgroup 4; delete 1 3 4 7 9 11; sumt filename=r contype=allcompat;",
+                       "r"),
+    "prune-root-neighbours": (" execute primates.nex;\n delete 1 12; sumt filename=r savebrparams=yes;", "r"),
+    "prune-cynmix": (" execute cynmix.nex;\n delete 2 5-9 30; sumt filename=c;", "c", ("cynmix.nex",)),
     "cynmix": (" execute cynmix.nex;\n outgroup 20; sumt filename=c outputname=a contype=allcompat;\n"
                " sumt filename=c outputname=b;", "c", ("cynmix.nex",)),
 }

@@ -259,12 +259,22 @@ def free_parameters(settings) -> list[FreeParameter]:
 
 def _rate_multipliers(settings) -> list[FreeParameter]:
     """One parameter per linked group of two or more divisions with a free `ratepr`. Its prior is
-    the Dirichlet of the divisions' own values (`variable` is 1). A group of one division (MrBayes
-    writes a column that stays 1, and adds nothing to the prior) is left out."""
+    the Dirichlet of the divisions' own values (`variable` is 1).
+
+    Raises:
+        NotImplementedYet: a free group of one division (`prset applyto=(1) ratepr=variable`, or a
+            division alone on its tree): MrBayes 3.2.7a gives it moves and a column whose value
+            wanders from 1 (seen with mb-double), which mbgpu does not reproduce.
+    """
     start = settings.startval("Ratemultiplier")
     out = []
     for group in link_groups(settings, "ratemult"):
-        if len(group) < 2 or not is_free("ratemult", settings.divisions[group[0] - 1]):
+        if not is_free("ratemult", settings.divisions[group[0] - 1]):
+            continue
+        if len(group) < 2 and len(settings.divisions) > 1:
+            raise NotImplementedYet("prset ratepr=variable leaving division %d with a rate multiplier of its own "
+                                    "(alone in its ratepr, or alone on its tree) is not supported yet" % group[0])
+        if len(group) < 2:
             continue
         alphas = tuple(float(_numbers(settings.divisions[i - 1].prset["Ratepr"], 1)[0]) for i in group)
         value = np.array([start[i - 1] for i in group] if start else [KIND["ratemult"].start] * len(group))

@@ -57,17 +57,20 @@ def _row(pfile, gen: int) -> dict:
     return dict(zip(header, row))
 
 
-@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
-def test_three_trees_score_as_mrbayes_scores_them(backend, mb_double, tmp_path, monkeypatch):
+@pytest.mark.parametrize("backend, extra", [("cpu", ""), pytest.param("gpu", "", marks=pytest.mark.gpu),
+                                            ("cpu", " delete 3 8;")], ids=["cpu", "gpu", "deleted-taxa"])
+def test_three_trees_score_as_mrbayes_scores_them(backend, extra, mb_double, tmp_path, monkeypatch):
     """After 300 generations mbgpu's three trees (varied lengths) and its LnL and LnPr, on the CPU and on
-    a GPU: MrBayes started on those trees computes the same LnL and LnPr (1e-6), and writes the same .p
-    header."""
-    setting = "set seed=11 swapseed=3 precision=15 scientific=no; execute %s; %s prset statefreqpr=fixed(equal);" % (
-        TEST_DATA / "primates.nex", UNLINKED)
+    a GPU, also with deleted taxa: MrBayes started on those trees computes the
+    same LnL and LnPr (1e-6), and writes the same .p header."""
+    setting = "set seed=11 swapseed=3 precision=15 scientific=no; execute %s; %s prset statefreqpr=fixed(equal);%s" % (
+        TEST_DATA / "primates.nex", UNLINKED, extra)
     _mbgpu(tmp_path / "g", "#NEXUS\nbegin mrbayes; set backend=%s; %s mcmc ngen=300 samplefreq=100 "
            "printfreq=100 nruns=1 "
            "nchains=1 filename=u; end;\n" % (backend, setting), monkeypatch)
     taxa = [ln.split()[0] for ln in (TEST_DATA / "primates.nex").read_text().split("matrix")[1].splitlines()[1:13]]
+    if "delete" in extra:
+        taxa = [t for k, t in enumerate(taxa) if k not in (2, 7)]
     trees = [_last_tree(tmp_path / "g" / ("u.tree%d.t" % k), taxa) for k in (1, 2, 3)]
     assert len(set(trees)) == 3
     got = _row(tmp_path / "g" / "u.p", 300)
@@ -80,7 +83,7 @@ def test_three_trees_score_as_mrbayes_scores_them(backend, mb_double, tmp_path, 
            " ".join("tau{%d}=t%d V{%d}=t%d" % (k, k, k, k) for k in (1, 2, 3))))
     want = _row(tmp_path / "m" / "u.p", 0)
     assert list(want) == list(got)
-    for col in ("LnL", "LnPr", "TL{1}", "TL{2}", "TL{3}"):
+    for col in ["LnL", "LnPr", "TL{1}", "TL{2}", "TL{3}"] + [c for c in want if c.startswith("m{")]:
         assert abs(float(got[col]) - float(want[col])) < 1e-6, (col, got[col], want[col])
 
 
@@ -212,7 +215,9 @@ def _quartet(line: str) -> int:
 
 @pytest.mark.parametrize("commands, says", [
     (BRLENS + " mcmc ngen=10 nperts=2;", "nperts with unlinked branch lengths in a linked topology"),
-    (UNLINKED + " prset ratepr=variable; mcmc ngen=10;", "ratepr=variable with unlinked topologies"),
+    (UNLINKED + " prset ratepr=variable; mcmc ngen=10;", "rate multiplier of its own"),
+    (BRLENS + " prset ratepr=variable; mcmc ngen=10;", "rate multiplier of its own"),
+    (CODON + " prset applyto=(1) ratepr=variable; mcmc ngen=10;", "rate multiplier of its own"),
     (UNLINKED + " ss ngen=2000 nsteps=2;", "ss with unlinked topologies"),
     ("begin trees; tree a = (1,(2,3),(4,(5,(6,(7,(8,(9,(10,(11,12)))))))));\nend;\nbegin mrbayes; startvals tau=a;"
      + UNLINKED + " mcmc ngen=10;", "startvals tau=/v= given before unlink topology"),

@@ -50,6 +50,7 @@ class SiteReports:
             self.ancestral.append(report.get("Ancstates") == "Yes")
         self.symbols = {dt: m.states(dt) for dt in set(m.datatypes)}
         self.sites = [self._division_sites(d) for d in range(1, len(settings.divisions) + 1)]
+        self.rate_label = _rate_labels(settings.divisions)
         self.columns = self._names()
 
     @staticmethod
@@ -66,7 +67,7 @@ class SiteReports:
         names = []
         for d, want in enumerate(self.rates, 1):
             if want:
-                names += ["r(%d)" % (c + 1) for c, _s, _i in self.sites[d - 1]]
+                names += ["r(%d)" % self.rate_label[c] for c, _s, _i in self.sites[d - 1]]
         for d, want in enumerate(self.ancestral, 1):
             if want:
                 for name, _taxa in self.clades:
@@ -75,14 +76,16 @@ class SiteReports:
                         names += ["p(%s){%d@%s}" % (x, c + 1, name) for x in states]
         return names
 
-    def values(self, tree: Tree, values) -> list[float]:
-        """The report columns' values for one chain state (the order of `columns`)."""
+    def values(self, tree_of, values) -> list[float]:
+        """The report columns' values for one chain state (the order of `columns`); `tree_of(division)`:
+        the Tree a 1-based division evolves on (several with unlinked topologies)."""
         rates, anc = {}, {}
         for s in self.sets:
             want_r, want_a = self.rates[s.division - 1], self.ancestral[s.division - 1]
             if not (want_r or want_a):
                 continue
             model = build_model(spec_with_values(s.spec, self.params, values, s.division))
+            tree = tree_of(s.division)
             mult = rate_multiplier(self.params, values, s.division, float(self.fixed_mult[s.division - 1]))
             if want_r:
                 rates[id(s)] = _site_rates(tree, model, mult, s.tips)[s.pattern_of]
@@ -99,6 +102,19 @@ class SiteReports:
                     for _c, s, i in self.sites[d - 1]:
                         out += anc[id(s)][k][i].tolist()
         return out
+
+
+def _rate_labels(divisions) -> dict[int, int]:
+    """MrBayes' number for a site-rate column: the character's place when the characters (excluded ones
+    counted) are listed division by division, e.g. `r(2)` for character 4 of a by-codon partition (seen
+    with mb-double: its values follow the divisions, its names count 1, 2, 3, ...). The ancestral-state
+    columns keep the characters' own numbers, as MrBayes' do."""
+    out, k = {}, 0
+    for d in divisions:
+        for c in sorted(int(x) for x in d.columns):
+            k += 1
+            out[c] = k
+    return out
 
 
 def _conditionals(tree: Tree, model, mult: float, tips: np.ndarray):

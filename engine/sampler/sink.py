@@ -99,7 +99,7 @@ class FileSink:
             trees = c.trees
             values = [t.total_length() for t in trees] + parameter_values(self.params, c.values)
             if self.reports is not None:
-                values += self.reports.values(c.tree, c.values)
+                values += self.reports.values(lambda d: trees[self.trees.of_division(d)], c.values)
             if not all(math.isfinite(v) for v in values + [c.lnl, c.lnpr]):
                 raise ModelError("run %d reached a non-finite state at generation %d; nothing was written for it"
                                  % (r + 1, gen))

@@ -56,6 +56,18 @@ def test_ancestral_states_like_mrbayes(model, mb_double, tmp_path, monkeypatch):
     assert [k for k in want if re.match(r"r\(\d", k)] == ["r(%d)" % j for j in range(1, 899)]
 
 
+def test_site_rate_names_count_division_by_division_like_mrbayes(mb_double, tmp_path, monkeypatch):
+    """By codon position: MrBayes writes division 1's rates first and names the columns r(1), r(2), ...
+    in that order (r(2) is character 4), so the header is mb-double's only if mbgpu numbers them so."""
+    text = _strip_mrbayes((DATA / "primates.nex").read_text())
+    commands = ("charset p1 = 1-898\\3; charset p2 = 2-898\\3; charset p3 = 3-898\\3; "
+                "partition by_codon = 3: p1, p2, p3; set partition=by_codon; lset rates=gamma; report siterates=yes;")
+    run_both(tmp_path, mb_double, monkeypatch, text, commands)
+    want, got = _p_file(tmp_path / "mb" / "out.p"), _p_file(tmp_path / "mbgpu" / "out.p")
+    assert list(got) == list(want)
+    assert [k for k in want if k.startswith("r(")] == ["r(%d)" % j for j in range(1, 899)]
+
+
 def test_standard_data_columns_like_mrbayes(mb_double, tmp_path, monkeypatch):
     """Mixed data: site rates only where a division has rate variation; ancestral states per division,
     constraint, character (each with its own number of states, excluded ones left out) and state."""

@@ -369,3 +369,34 @@ def test_sumt_after_the_run_summarizes_every_tree(model, mb_double, tmp_path, mo
             want, got = [[ln for ln in (tmp_path / side / name).read_text().splitlines() if not ln.startswith("[ID:")]
                          for side in ("m", "g")]
             assert got == want, name
+
+
+def _gen0_rates(pfile) -> list[float]:
+    lines = pfile.read_text().splitlines()
+    return [float(x) for name, x in zip(lines[1].split("\t"), lines[2].split("\t")) if name.startswith("r(")]
+
+
+def test_site_rates_follow_each_divisions_tree(mb_double, tmp_path, monkeypatch):
+    """`report siterates=yes` with three trees: the .p names are mb-double's (MrBayes numbers the columns
+    division by division: r(2) is character 4), and each division's rates at generation 0 are those of a
+    one-tree run of that division alone on its tree (trees b and c differ, so a wrong tree shows)."""
+    model = UNLINKED + " lset rates=gamma; prset shapepr=fixed(0.3) statefreqpr=fixed(equal); report siterates=yes;"
+    text = _startvals_file(tmp_path / "m", "tau{1}=a tau{2}=b v{2}=b tau{3}=c", model)
+    _mb(mb_double, tmp_path / "m", text)
+    _startvals_file(tmp_path / "g", "")
+    _mbgpu(tmp_path / "g", text, monkeypatch)
+    names = [(tmp_path / side / "sv.p").read_text().splitlines()[1] for side in ("m", "g")]
+    assert names[0] == names[1] and "\tr(1)\tr(2)\tr(3)\t" in names[1]
+    got = _gen0_rates(tmp_path / "g" / "sv.p")
+    start = 0
+    for k, tree in enumerate("abc", 1):
+        alone = ("lset rates=gamma; prset shapepr=fixed(0.3) statefreqpr=fixed(equal); report siterates=yes; "
+                 "exclude all; include %d-898\\3;" % k)
+        one = _startvals_file(tmp_path / ("d%d" % k), "tau=%s v=%s" % (tree, tree) if tree == "b" else "tau=" + tree,
+                              alone)
+        _mbgpu(tmp_path / ("d%d" % k), one, monkeypatch)
+        want = _gen0_rates(tmp_path / ("d%d" % k) / "sv.p")
+        assert len(want) == len(range(k, 899, 3))
+        np.testing.assert_allclose(got[start:start + len(want)], want, rtol=1e-12)
+        start += len(want)
+    assert start == len(got)

@@ -147,12 +147,8 @@ def drive(s, con, ckp, place, ss=None) -> None:
     if ss is not None:
         opts = stepping_stone.run_options(opts, ss)
     sets = division_pattern_sets(s, con)
-    if reweight.scheme(s.mcmc, opts.nchains):
-        why = reweight.refusal(s.mcmc, len(sets), not isinstance(place, SerialPlacement), ss is not None)
-        if why:
-            raise NotImplementedYet(why)
-    n_chars = int(sum(int(w) for group in sets for ps in group for w in ps.weights))
-    report_patterns(con, sets, reweight.intro_lines(s.mcmc, opts.nchains, n_chars))
+    report_patterns(con, sets, reweight.checked_intro(s.mcmc, opts.nchains, sets,
+                                                      not isinstance(place, SerialPlacement), ss is not None))
     place.agree(lambda: ckp.check_inputs(s, sets, opts))
     with place.guard():
         mc3 = start(s, con, ckp, place, sets, opts, ss)
@@ -187,10 +183,7 @@ def start(s, con, ckp, place, sets, opts, ss=None):
     runs, params = place.chains(s, sets, opts, con)
     place.restore(runs, ckp)
     swap_rng = np.random.default_rng(s.options["Swapseed"])
-    scheme = reweight.scheme(s.mcmc, opts.nchains)
-    weights = reweight.Reweighting(runs, scheme, swap_rng) if scheme else None   # MrBayes: from swapSeed
-    if weights is not None:
-        weights.start(runs, [list(range(opts.nchains)) for _ in runs])
+    weights = reweight.for_runs(s.mcmc, opts.nchains, runs, swap_rng)     # MrBayes draws them from swapSeed
     for r, chains in enumerate(runs):
         con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))
         for c in chains:

@@ -62,6 +62,7 @@ class MC3:
     """Runs the loop; `sink` receives samples and diagnostics (files), `console` the screen."""
 
     compiled_blocks = True       # generations between two events may run in one compiled call (core.block)
+    reweight = None              # mcmc reweight: mbgpu.sampler.reweight.Reweighting (set_reweighting)
     BLOCK_MAX = 256              # generations in a block at most
     BLOCK_SECONDS = 0.05         # and about this long (or two generations): stop signals are seen between blocks
 
@@ -75,7 +76,6 @@ class MC3:
         self.hook_every = 0           # after_generation must run at multiples of this (0: at block ends only)
         self.block_len = 8            # the next compiled block's length at most (sized to BLOCK_SECONDS)
         self.stepping = None          # an ss run's mbgpu.sampler.ss_tracker.SteppingStone
-        self.reweight = None          # mcmc reweight: mbgpu.sampler.reweight.Reweighting (set_reweighting)
 
     def cold(self, run: int):
         return self.runs[run][self.ranks[run].index(0)]

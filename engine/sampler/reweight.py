@@ -31,6 +31,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from mbgpu.errors import NotImplementedYet
+
 ACTIVE = 0.00001           # AttemptSwap: reweighting when down + up exceeds this
 SHOWN = 0.0001             # FillNumSitesOfPat: the screen lines when down + up exceeds this
 
@@ -53,6 +55,28 @@ def intro_lines(mcmc: dict, nchains: int, n_chars: int) -> list[str]:
     return ["      Reweighting of characters for chains 1 to %d" % nchains,
             "         Decreasing weight of %d characters" % int(n_chars * down / 100.0),
             "         Increasing weight of %d characters" % int(n_chars * up / 100.0)]
+
+
+def checked_intro(mcmc: dict, nchains: int, sets, mpi: bool, ss: bool) -> list[str]:
+    """intro_lines for the data's pattern sets (per division); raises NotImplementedYet where a reweighted
+    run cannot run yet."""
+    if scheme(mcmc, nchains) is None:
+        return []
+    why = refusal(mcmc, len(sets), mpi, ss)
+    if why:
+        raise NotImplementedYet(why)
+    return intro_lines(mcmc, nchains, int(sum(int(w) for group in sets for ps in group for w in ps.weights)))
+
+
+def for_runs(mcmc: dict, nchains: int, runs: list[list], rng) -> "Reweighting | None":
+    """The started Reweighting of these runs (every chain at its start rank, its position), drawn from the
+    swap stream `rng`; None when mcmc does not reweight."""
+    settings = scheme(mcmc, nchains)
+    if settings is None:
+        return None
+    weights = Reweighting(runs, settings, rng)
+    weights.start(runs, [list(range(nchains)) for _ in runs])
+    return weights
 
 
 def refusal(mcmc: dict, n_divisions: int, mpi: bool, ss: bool) -> str | None:

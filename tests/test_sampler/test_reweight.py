@@ -114,6 +114,7 @@ def test_heated_chains_compute_on_their_ranks_weights(tmp_path):
     for pos, chain in enumerate(runs[0]):
         rank = mc3.ranks[0][pos]
         assert chain.weight_rank == rank
+        assert chain.ctxs[0].pattern_masks[0][1] is rw.weights[rank][0]      # ParsSPR's weights too
         assert chain.lnl == pytest.approx(_direct_lnl(chain, rw.weights[rank][0], sets), abs=1e-6)
         if rank > 0:
             assert abs(chain.lnl - _direct_lnl(chain, w0, sets)) > 1.0

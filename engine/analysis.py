@@ -36,8 +36,12 @@ def division_pattern_sets(settings, console=None) -> list[list[PatternSet]]:
     return out
 
 
-def report_patterns(console, sets: list[list[PatternSet]]) -> None:
+def report_patterns(console, sets: list[list[PatternSet]], before_counts: list[str] = ()) -> None:
+    """The data's compression; `before_counts`: lines MrBayes prints just before the pattern counts (mcmc
+    reweight's)."""
     console.print("   Compressing data matrix")
+    for line in before_counts:
+        console.print(line)
     for i, group in enumerate(sets, 1):
         console.print("      Division %d has %d unique site patterns" % (i, sum(p.n_patterns for p in group)))
 

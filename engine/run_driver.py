@@ -24,7 +24,7 @@ from mbgpu.output.modelsummary import model_summary_lines, move_lines
 from mbgpu.output.overwrite import confirm_overwrite
 from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import free_parameters
-from mbgpu.sampler import stepping_stone
+from mbgpu.sampler import reweight, stepping_stone
 from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.move_table import build_moves
 from mbgpu.sampler.setup import build_runs
@@ -50,7 +50,8 @@ class SerialPlacement:
         """(runs, free parameters): every chain, on the backend the options and the data's size choose."""
         use_data = s.mcmc.get("Data", "Yes") == "Yes"
         factory = select.choose_backend(s.options, con, work=select.data_work(sets)) if use_data else None
-        return build_runs(s, sets, opts, factory, s.options["Seed"])
+        mode = "chain" if reweight.scheme(s.mcmc, opts.nchains) else "batched"   # a chain's own weights
+        return build_runs(s, sets, opts, factory, s.options["Seed"], sampler_mode=mode)
 
     def restore(self, runs, ckp) -> None:
         """append=yes: the checkpointed state of every chain."""
@@ -146,7 +147,8 @@ def drive(s, con, ckp, place, ss=None) -> None:
     if ss is not None:
         opts = stepping_stone.run_options(opts, ss)
     sets = division_pattern_sets(s, con)
-    report_patterns(con, sets)
+    report_patterns(con, sets, reweight.checked_intro(s.mcmc, opts.nchains, sets,
+                                                      not isinstance(place, SerialPlacement), ss is not None))
     place.agree(lambda: ckp.check_inputs(s, sets, opts))
     with place.guard():
         mc3 = start(s, con, ckp, place, sets, opts, ss)
@@ -180,6 +182,8 @@ def start(s, con, ckp, place, sets, opts, ss=None):
     the MC3 and hook the checkpoints into it (and, for `ss`, its stepping-stone tracker)."""
     runs, params = place.chains(s, sets, opts, con)
     place.restore(runs, ckp)
+    swap_rng = np.random.default_rng(s.options["Swapseed"])
+    weights = reweight.for_runs(s.mcmc, opts.nchains, runs, swap_rng)     # MrBayes draws them from swapSeed
     for r, chains in enumerate(runs):
         con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))
         for c in chains:
@@ -192,7 +196,9 @@ def start(s, con, ckp, place, sets, opts, ss=None):
     if place.writer:
         files = FileSink(s, params, output_stem(s), [s.stamp] * opts.nruns, opts, con,
                          append=ckp.prepare_outputs())
-    mc3 = place.mc3(runs, opts, np.random.default_rng(s.options["Swapseed"]), files, con)
+    mc3 = place.mc3(runs, opts, swap_rng, files, con)
+    if weights is not None:
+        mc3.set_reweighting(weights)
     if place.writer:
         ckp.attach(mc3, files)
     place.adopt(mc3)

@@ -236,6 +236,25 @@ class Numbers(Param):
 
 
 @dataclass
+class WeightScheme(Numbers):
+    """mcmc's `reweight=(down,up)` or `(down,up,increment)`, with MrBayes 3.2.7a's checks (DoMcmcParm)."""
+
+    def convert(self, value):
+        out = super().convert(value)
+        if len(out) not in (2, 3):
+            raise CommandError("Reweight expects (down,up) or (down,up,increment), not %d numbers" % len(out))
+        if not all(0.0 <= x <= 100.0 for x in out[:2]):
+            raise CommandError("The reweighting parameter must be between 0 and 100")
+        if out[0] + out[1] > 100.0:
+            raise CommandError("The sum of the reweighting parameters cannot exceed 100 %")
+        if len(out) == 3 and not 0.0 < out[2] <= 1.0:
+            raise CommandError("The reweighting increment must be between 0 and 1")
+        if out[0] >= 100.0:
+            raise CommandError("Cannot decrease weight of all characters")
+        return out
+
+
+@dataclass
 class Divisions(Param):
     """`applyto=(all)` or `(1,2,3)`: 'all' or a tuple of 1-based division numbers."""
 

@@ -11,7 +11,7 @@ from typing import Any
 from mbgpu.param_kinds import AA_MODELS
 
 from . import limits as L
-from .params import Choice, Divisions, Float, Int, Numbers, Param, Prior, Text, YesNo
+from .params import Choice, Divisions, Float, Int, Numbers, Param, Prior, Text, WeightScheme, YesNo
 
 P = Prior
 
@@ -109,7 +109,8 @@ def _mcmc() -> list[Param]:
         Int("Ngen", 1000000, "number of generations", 1), Int("Nruns", 2, "independent runs", 1, L.MAX_RUNS),
         Int("Nchains", 4, "chains per run (1 cold, the rest heated)", 1, L.MAX_CHAINS),
         Float("Temp", 0.1, "heating: heat(i) = 1/(1 + temp*i)", 0.0),
-        Numbers("Reweight", (0.0, 0.0), "percent of characters reweighted (down, up)", supported=()),
+        WeightScheme("Reweight", (0.0, 0.0), "percent of characters reweighted in heated chains (down, up"
+                     "[, increment])"),
         Int("Swapfreq", 1, "generations between swap attempts", 1), Int("Nswaps", 1, "swaps per attempt", 1),
         Int("Samplefreq", 500, "generations between samples", 1), Int("Printfreq", 1000, "screen output", 1),
         YesNo("Printall", "Yes", "print all chains (No: each run's cold chain and its position)"),

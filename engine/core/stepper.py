@@ -30,6 +30,8 @@ from mbgpu.sampler.model_state import rate_multiplier, spec_with_values
 def unsupported(chains) -> str | None:
     """Why the compiled core cannot step these chains (None: it can)."""
     first = chains[0]
+    if getattr(first, "sum_parts", False):
+        return "mcmc reweight (each heat rank's own pattern weights)"
     if len(first.trees) > 1:
         return "several trees (unlink topology)"
     for part in first.parts:

@@ -60,6 +60,7 @@ class Chain:
         self.weights /= self.weights.sum()
         self._move_cdf = _choice_cdf(self.weights)
         self._terms = None          # (tree, values, brlens term, parameter terms) of the current state
+        self.sum_parts = False      # mcmc reweight: a proposal's lnL sums every pattern set's (mbgpu.sampler.reweight)
         self.lnl = self._initial_lnl()
         self.lnpr = prior_fn.of_trees(self.trees, self.values)
         self.best_lnl = self.lnl
@@ -258,7 +259,10 @@ class Chain:
             self.best_lnl = max(self.best_lnl, self.lnl)
             return
         trees, values, log_h, touched, old = got
-        lnl = self.lnl + sum(p.inc.lnl for p in touched) - old
+        if self.sum_parts:      # the untouched pattern sets' stored lnL, maybe on a former rank's weights
+            lnl = sum(p.inc.lnl for p in self.parts)
+        else:
+            lnl = self.lnl + sum(p.inc.lnl for p in touched) - old
         if math.isnan(lnl) or lnl == math.inf:
             raise ModelError("a proposal of %s gave log likelihood %s (run %d, chain %d)"
                              % (move.name, lnl, self.run + 1, self.index + 1))

@@ -62,6 +62,7 @@ class MC3:
     """Runs the loop; `sink` receives samples and diagnostics (files), `console` the screen."""
 
     compiled_blocks = True       # generations between two events may run in one compiled call (core.block)
+    reweight = None              # mcmc reweight: mbgpu.sampler.reweight.Reweighting (set_reweighting)
     BLOCK_MAX = 256              # generations in a block at most
     BLOCK_SECONDS = 0.05         # and about this long (or two generations): stop signals are seen between blocks
 
@@ -175,7 +176,8 @@ class MC3:
         i, took = 0, []
         for r, chains in enumerate(self.runs):
             for _ in range(o.nswaps):
-                pair = swap_with(chains, self.ranks[r], o.temp, draws[i:i + 3], self.swaps[r], o.power)
+                pair = swap_with(chains, self.ranks[r], o.temp, draws[i:i + 3], self.swaps[r], o.power,
+                                 self.reweight)
                 if pair is not None:
                     took.append((r,) + pair)
                 i += 3
@@ -187,6 +189,12 @@ class MC3:
         that go with a heat (Chain.trade_heat_stats)."""
         for r, a, b in took:
             self.runs[r][a].trade_heat_stats(self.runs[r][b])
+
+    def set_reweighting(self, reweight) -> None:
+        """mcmc reweight: the heated chains' data reweighted (mbgpu.sampler.reweight); every generation is
+        stepped by the interpreted step (the compiled core and its blocks hold one set of weights)."""
+        self.reweight = reweight
+        self.compiled_blocks = False
 
     cpu_where = ""    # after "seconds of CPU time" (an MPI run: " on processor 0", as MrBayes' MPI build)
 
@@ -211,7 +219,7 @@ class MC3:
             width = swap_width(self.swaps)
             for r in range(len(self.runs)):
                 lines += [""] + swap_table(r + 1, self.swaps[r], o.nchains, len(self.runs), width)
-            lines += [""] + swap_legend() + [""] + heat_table(o.nchains, o.temp) + [""]
+            lines += [""] + swap_legend() + [""] + heat_table(o.nchains, o.temp, self.reweight and self.reweight.scheme) + [""]
         avg = getattr(self.sink, "last_avg", None)
         if self.stepping is None and o.nruns > 1 and o.mcmcdiagn and avg is not None and avg > 0.10:
             lines += [""] + convergence_warning(avg)

@@ -123,12 +123,29 @@ def duration(seconds: int) -> str:
     return "1 second" if seconds >= 1 else "less than 1 second"
 
 
-def heat_table(nchains: int, temp: float) -> list[str]:
+def heat_table(nchains: int, temp: float, reweight: tuple | None = None) -> list[str]:
+    """MrBayes' chain table; with `reweight` (down, up, increment) its percent columns and increment line."""
+    if reweight is not None:
+        return _reweighted_heat_table(nchains, temp, reweight)
     lines = ["%sChain information:" % IND, "", "%s  ID -- Heat " % IND, "%s -----------" % IND]
     for i in range(nchains):
         lines.append("%s   %d -- %.2f %s" % (IND, i + 1, heat(i, temp), " (cold chain)" if i == 0 else ""))
     lines += ["", "%sHeat = 1 / (1 + T * (ID - 1))" % IND,
               "%s   (where T = %.2f is the temperature and ID is the chain number)" % (IND, temp)]
+    return lines
+
+
+def _reweighted_heat_table(nchains: int, temp: float, reweight: tuple) -> list[str]:
+    """PrintSwapInfo with reweighting: each chain's percentages (0 for the cold chain) and the increment."""
+    down, up, increment = reweight
+    lines = ["%sChain information:" % IND, "", "%s  ID -- Heat %% Dn %% Up" % IND, "%s ---------------------" % IND]
+    for i in range(nchains):
+        d, u = (0.0, 0.0) if i == 0 else (down, up)
+        lines.append("%s   %d -- %.2f %3.0f%% %3.0f%% %s" % (IND, i + 1, heat(i, temp), d, u,
+                                                         "(cold chain)" if i == 0 else ""))
+    lines += ["", "%sHeat = 1 / (1 + T * (ID - 1))" % IND,
+              "%s   (where T = %.2f is the temperature and ID is the chain number)" % (IND, temp),
+              "%sReweighting increment = %.2f" % (IND, increment)]
     return lines
 
 

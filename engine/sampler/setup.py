@@ -132,8 +132,8 @@ def _check_memory(n_tips: int, n_lanes: int, inputs, factory, available) -> None
 
 
 def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True,
-               owned=None, *, gpu_parsimony: bool = True, available: int | None = None
-               ) -> tuple[list[list[Chain]], list]:
+               owned=None, *, gpu_parsimony: bool = True, available: int | None = None,
+               sampler_mode: str = "batched") -> tuple[list[list[Chain]], list]:
     """Chains of every run (runs x chains) and the free parameters.
 
     `owned(run, chain) -> bool` (MPI): chains it rejects are not built and are None in the result;
@@ -141,6 +141,8 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     `gpu_parsimony=False`: ParsSPR's parsimony in numpy even when the likelihood runs on a GPU.
     `available`: bytes of memory the likelihood tables may take (None: what the machine has now); more
     raises mbgpu.memory_check.NotEnoughMemory before anything is allocated.
+    `sampler_mode`: batch_step.PartFactory's mode ("chain": an instance per chain, which can hold that
+    chain's own pattern weights: mcmc reweight).
     """
     models = build_division_models(settings, sets)
     params = free_parameters(settings)
@@ -160,7 +162,7 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     shared = ModelCache()
     n_lanes = sum(1 for r in range(opts.nruns) for c in range(opts.nchains) if owned is None or owned(r, c))
     _check_memory(settings.matrix.ntax, n_lanes, inputs, factory, available)
-    lanes = PartFactory(factory, settings.matrix.ntax, n_lanes)
+    lanes = PartFactory(factory, settings.matrix.ntax, n_lanes, sampler_mode)
     runs = []
     for run in range(opts.nruns):
         chains = []

@@ -36,18 +36,26 @@ def try_swap(chains, ranks: list[int], temp: float, rng, table: SwapTable, power
     return swap_with(chains, ranks, temp, rng.random(3).tolist(), table, power) is not None
 
 
-def swap_with(chains, ranks: list[int], temp: float, draws, table: SwapTable, power: float = 1.0):
+def swap_with(chains, ranks: list[int], temp: float, draws, table: SwapTable, power: float = 1.0,
+              reweight=None):
     """try_swap with its three uniforms given (draw_pair's two, then the acceptance draw): a caller
     draws every swap of a generation at once (the same values, in the same order, as one at a time).
     Returns the two positions when the swap was accepted (their chains then trade the statistics that go
-    with a heat: Chain.trade_heat_stats), else None."""
+    with a heat: Chain.trade_heat_stats), else None. `reweight` (mbgpu.sampler.reweight.Reweighting):
+    the heat ranks' data differ, and each chain's state is also scored on the other's (AttemptSwap)."""
     n = len(chains)
     a = min(int(draws[0] * n), n - 1)
     b = min(int(draws[1] * (n - 1)), n - 2)
     b += b >= a
     ra, rb = ranks[a], ranks[b]
     ca, cb = chains[a], chains[b]
-    log_r = (heat(rb, temp) - heat(ra, temp)) * ((power * ca.lnl + ca.lnpr) - (power * cb.lnl + cb.lnpr))
+    ha, hb = heat(ra, temp), heat(rb, temp)
+    if reweight is None:
+        log_r = (hb - ha) * ((power * ca.lnl + ca.lnpr) - (power * cb.lnl + cb.lnpr))
+    else:
+        a_on_b, b_on_a = reweight.lnl_on(ca, rb), reweight.lnl_on(cb, ra)
+        log_r = (hb * (power * a_on_b + ca.lnpr) + ha * (power * b_on_a + cb.lnpr)
+                 - ha * (power * ca.lnl + ca.lnpr) - hb * (power * cb.lnl + cb.lnpr))
     accepted = log_r >= 0 or math.log(draws[2]) < log_r
     i, j = (ra, rb) if ra < rb else (rb, ra)
     table.tried[j][i] += 1
@@ -55,5 +63,9 @@ def swap_with(chains, ranks: list[int], temp: float, draws, table: SwapTable, po
     if accepted:
         table.accepted[i][j] += 1
         ranks[a], ranks[b] = ranks[b], ranks[a]
+        if reweight is not None:
+            ca.lnl, cb.lnl = a_on_b, b_on_a
+            reweight.take_rank(ca, rb)
+            reweight.take_rank(cb, ra)
         return a, b
     return None

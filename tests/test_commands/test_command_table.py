@@ -73,6 +73,7 @@ EVIDENCE = {
     ("mcmc", "Savetrees"): "test_sampler/test_start_options.py::test_savetrees_changes_no_output",  # (B)
     ("mcmc", "Tunefreq"): "test_moves/test_proposals.py::test_autotune_follows_mrbayes_rule",
     ("mcmc", "Ordertaxa"): "test_output/test_ordertaxa.py::test_gen0_tree_like_mrbayes",
+    ("mcmc", "Reweight"): "test_sampler/test_reweight.py::test_cold_chain_posterior_and_swap_rates_match_mrbayes",
     ("sump", "Relburnin"): _SUMP, ("sump", "Burnin"): _SUMP, ("sump", "Burninfrac"): _SUMP, ("sump", "Nruns"): _SUMP,
     ("sump", "Filename"): _SUMP, ("sump", "Outputname"): _SUMP, ("sump", "Hpd"): _SUMP,
     ("sumt", "Relburnin"): _SUMT, ("sumt", "Burnin"): _SUMT, ("sumt", "Burninfrac"): _SUMT, ("sumt", "Nruns"): _SUMT,

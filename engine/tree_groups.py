@@ -112,8 +112,6 @@ def _check_several(settings, trees: TreeGroups) -> None:
     if (trees.n_topologies > 1 and settings.startvals.get("Tau") is not None) or settings.startvals.get("V") is not None:
         raise NotImplementedYet("startvals tau=/v= given before unlink topology, for several trees, is not "
                                 "supported yet: give each tree's after it (startvals tau{1}=T v{1}=T ...)")
-    if settings.mcmc.get("Allcomps", "No") == "Yes":
-        raise NotImplementedYet("mcmc allcomps=yes with unlinked topologies is not supported yet")
     if trees.topology and int(settings.mcmc.get("Nperts", 0)):
         raise NotImplementedYet("mcmc nperts with unlinked branch lengths in a linked topology is not supported yet")
     if trees.topology and settings.mcmc.get("Starttree") == "Parsimony":

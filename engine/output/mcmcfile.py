@@ -5,7 +5,8 @@ maximum with `diagnstat=maxstddev`), one row per diagnostics generation.
 With one run the columns carry no run suffix (`Multiplier(V)$acc`, `Swap(1<>2)$acc`) and there is no
 split-frequency column; the bracketed preamble names only the kinds of column the file has.
 `allchains=yes`: the moves of every chain (heat), suffixed `_run1_chn2` even with one run;
-`allcomps=yes`: after the statistic, the same statistic for every pair of runs (`AvgStdDev(s)(run1_run2)`).
+`allcomps=yes`: after the statistic, the same statistic for every pair of runs (`AvgStdDev(s)(run1_run2)`;
+with several topologies after each topology's, `AvgStdDev(s.tree2)(run1_run2)`).
 """
 from __future__ import annotations
 
@@ -46,7 +47,10 @@ def preamble(nruns: int, nchains: int, diagnstat: str = "Avgstddev", allchains: 
     lines = [_GEN, _MOVE_ALL if allchains else _MOVE]
     if nchains > 1:
         lines.append(_SWAP[nruns > 1])
-    if nruns > 1 and allcomps:
+    if nruns > 1 and allcomps and n_trees > 1:
+        lines.append("[   StdDev(s.tree1)(run1-run2)     --  %s standard deviation of split frequencies between runs 1 "
+                     "and 2 for topology 1]" % _STAT[diagnstat][1])
+    elif nruns > 1 and allcomps:
         lines.append("[   StdDev(s)(run1-run2)           --  %s standard deviation of split frequencies between runs 1 "
                      "and 2]" % _STAT[diagnstat][1])
     elif nruns > 1 and n_trees > 1:
@@ -73,8 +77,12 @@ def columns(moves_per_run: list[list], nchains: int, diagnstat: str = "Avgstddev
                 if _tuned(m):
                     cols.append("%s$%s%s" % (column_name(m.name), m.tuning_name, tail))
         cols += ["Swap(%d<>%d)$acc%s" % (i, j, "(%d)" % run if multi else "") for i, j in _pairs(nchains)]
-    if multi and n_trees > 1:     # one statistic per topology: AvgStdDev(s.tree1), ...
-        cols += ["%s.tree%d)" % (_STAT[diagnstat][0][:-1], k) for k in range(1, n_trees + 1)]
+    if multi and n_trees > 1:     # one statistic per topology: AvgStdDev(s.tree1), its pairs, ...
+        for k in range(1, n_trees + 1):
+            name = "%s.tree%d)" % (_STAT[diagnstat][0][:-1], k)
+            cols.append(name)
+            if allcomps:
+                cols += ["%s(run%d_run%d)" % (name, i, j) for i, j in _pairs(len(moves_per_run))]
     elif multi:
         cols.append(_STAT[diagnstat][0])
         if allcomps:
@@ -105,8 +113,9 @@ class McmcFileWriter:
         stream.write("\n".join(lines + ["\t".join(cols)]) + "\n")
 
     def row(self, gen: int, moves_per_run: list[list], swaps_per_run: list, stddev: float | list | None,
-            pairs: list[float] | None = None) -> None:
-        """One diagnostics row; `pairs`: the statistic of every pair of runs (allcomps)."""
+            pairs: list[list[float]] | None = None) -> None:
+        """One diagnostics row; `stddev` a list with several topologies; `pairs`: for each topology the
+        statistic of every pair of runs (allcomps)."""
         out = [str(gen)]
         for moves, swaps in zip(moves_per_run, swaps_per_run):
             for group in moves if self.allchains else [moves]:
@@ -119,10 +128,12 @@ class McmcFileWriter:
                 tried, acc = swaps.tried[i - 1][j - 1], swaps.accepted[i - 1][j - 1]
                 out.append("%f" % (acc / tried) if tried else "NA")
         if self.with_stddev:
-            out += [_stat(v) for v in stddev] if isinstance(stddev, list) else [_stat(stddev)]
-            if self.allcomps:
-                n_pairs = len(moves_per_run) * (len(moves_per_run) - 1) // 2
-                out += [_stat(v) for v in (pairs if pairs is not None else [None] * n_pairs)]
+            stats = stddev if isinstance(stddev, list) else [stddev]
+            n_pairs = len(moves_per_run) * (len(moves_per_run) - 1) // 2
+            for k, v in enumerate(stats):
+                out.append(_stat(v))
+                if self.allcomps:
+                    out += [_stat(x) for x in (pairs[k] if pairs is not None else [None] * n_pairs)]
         self.stream.write("\t".join(out) + "\n")
         self.stream.flush()
 

@@ -149,12 +149,13 @@ def _reweighted_heat_table(nchains: int, temp: float, reweight: tuple) -> list[s
     return lines
 
 
-def comparison_table(pairs, nruns: int, maximum: bool) -> list[str]:
+def comparison_table(pairs, nruns: int, maximum: bool, topology: int | None = None) -> list[str]:
     """allcomps=yes: the statistic of every pair of runs above the diagonal and their qualifying splits
-    below it (splits.SplitCounter.pairwise), then a blank line, as MrBayes' PrintTopConvInfo."""
+    below it (splits.SplitCounter.pairwise), then a blank line, as MrBayes' PrintTopConvInfo; with several
+    topologies one table each, headed `in topology k` with MrBayes' 0-based k."""
     cell = {(i, j): (avg, mx, n) for i, j, avg, mx, n in pairs}
-    lines = ["%sPairwise %s standard deviation of split frequencies (upper triangle)"
-             % (IND, "maximum" if maximum else "average"),
+    lines = ["%sPairwise %s standard deviation of split frequencies%s (upper triangle)"
+             % (IND, "maximum" if maximum else "average", "" if topology is None else " in topology %d" % topology),
              "%s   and number of qualifying splits for each comparison (lower triangle):" % IND, "",
              "%s      %s " % (IND, "".join("%7d" % (j + 1) for j in range(nruns))),
              "%s     %s" % (IND, "-" * (7 * nruns + 2))]

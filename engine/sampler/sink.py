@@ -90,7 +90,7 @@ class FileSink:
         self.splits = self.tree_splits[0]
         self.last_stat = None
         self.last_avg = None       # the average standard deviation of the last diagnostics
-        self.last_pairs = None     # allcomps: SplitCounter.pairwise of the last diagnostics
+        self.last_pairs = None     # allcomps: each topology's SplitCounter.pairwise of the last diagnostics
         self.no_splits = False
 
     def sample(self, gen: int, mc3) -> None:
@@ -118,12 +118,12 @@ class FileSink:
         elif o.nruns > 1:
             stat = self._split_stat()
             if o.allcomps:
-                self.last_pairs = self.splits.pairwise()
+                self.last_pairs = [counter.pairwise() for counter in self.tree_splits]
         if self.mcmc is None:
             self._open_mcmc(mc3, "w")
         pairs = None
         if o.allcomps and self.last_pairs is not None:
-            pairs = [p[3] if self._maximum() else p[2] for p in self.last_pairs]
+            pairs = [[p[3] if self._maximum() else p[2] for p in per_tree] for per_tree in self.last_pairs]
         self.mcmc.row(gen, self._moves(mc3), mc3.swaps, stat, pairs)
         self.last_stat = stat
         return None if self.no_splits else self.stop_stat(stat)
@@ -132,7 +132,9 @@ class FileSink:
         """allcomps=yes: the table of the last diagnostics' statistic for every pair of runs (screen)."""
         if not self.opts.allcomps or self.last_pairs is None:
             return []
-        return comparison_table(self.last_pairs, self.opts.nruns, self._maximum())
+        several = len(self.last_pairs) > 1
+        return [line for k, pairs in enumerate(self.last_pairs)
+                for line in comparison_table(pairs, self.opts.nruns, self._maximum(), k if several else None)]
 
     def _maximum(self) -> bool:
         return self.settings.mcmc.get("Diagnstat") == "Maxstddev"

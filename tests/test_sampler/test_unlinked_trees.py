@@ -400,3 +400,21 @@ def test_site_rates_follow_each_divisions_tree(mb_double, tmp_path, monkeypatch)
         np.testing.assert_allclose(got[start:start + len(want)], want, rtol=1e-12)
         start += len(want)
     assert start == len(got)
+
+
+def test_allcomps_tables_and_columns_per_topology_like_mrbayes(mb_double, tmp_path, monkeypatch):
+    """`mcmc allcomps=yes` with three trees and three runs: the .mcmc preamble and header (each topology's
+    statistic followed by its pairs, AvgStdDev(s.tree2)(run1_run3)), the row width and, on the screen, one
+    pairwise table per topology headed `in topology 0..2` (MrBayes counts them from 0 there), as mb-double."""
+    text = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes seed=5 swapseed=7;\nexecute primates.nex;\n%s\n"
+            "mcmc ngen=200 samplefreq=50 printfreq=100 diagnfreq=100 nruns=3 nchains=1 allcomps=yes filename=ac;\n"
+            "end;\n" % UNLINKED)
+    for side in ("g", "m"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
+    screens = [_mbgpu(tmp_path / "g", text, monkeypatch), _mb(mb_double, tmp_path / "m", text)]
+    files = [(tmp_path / side / "ac.mcmc").read_text().splitlines() for side in ("g", "m")]
+    assert files[0][1:5] == files[1][1:5] and "AvgStdDev(s.tree2)(run1_run3)" in files[0][4]
+    assert [len(ln.split("\t")) for ln in files[0][4:]] == [len(ln.split("\t")) for ln in files[1][4:]]
+    tables = [re.findall(r"\n( *Pairwise .*\n.*\n\n.*\n.*\n)", s) for s in screens]
+    assert tables[0] == tables[1] and len(tables[0]) == 2 * 3 and "in topology 0 (upper" in tables[0][0]

@@ -157,7 +157,7 @@ def _ss() -> list[Param]:
 
 def _sumss() -> list[Param]:
     return [
-        YesNo("Allruns", "Yes", "all runs in one plot", supported=("Yes",)),
+        YesNo("Allruns", "Yes", "no effect, as in MrBayes 3.2.7a: the runs share one plot"),
         YesNo("Askmore", "Yes", "ask for more tables and plots (mbgpu never asks)"),
         YesNo("Relburnin", "Yes", "burn-in in each step as a fraction"),
         Int("Burnin", 0, "burn-in samples per step", 0),

@@ -72,8 +72,8 @@ def _table(contrib: list[list[float]], plan: SsPlan, burnin: int, frac: float | 
 
 
 def _plots(xs: list[np.ndarray], ys: list[np.ndarray]) -> list[str]:
-    """One run's plot, or the runs' overlay plot (what MrBayes 3.2.7a prints with allruns=yes; with
-    allruns=no its joined plot fails, so mbgpu refuses that value)."""
+    """One run's plot, or the runs' overlay plot: MrBayes 3.2.7a's DoSumSs follows sump's allruns, never
+    set there, not sumss' own (which it reads and ignores), so both values give the overlay plot."""
     return single_plot(xs[0], ys[0]) if len(xs) == 1 else overlay_plot(xs, ys)
 
 

@@ -17,6 +17,7 @@ def _section(text: str, start: str, stop: str) -> list[str]:
 
 @pytest.mark.parametrize("options", [
     "askmore=no",
+    "askmore=no allruns=no",
     "askmore=no relburnin=no burnin=3 steptoplot=2 discardfrac=0.5 smoothing=2",
 ])
 def test_sumss_matches_mrbayes_on_its_files(mb_double, tmp_path, monkeypatch, options):

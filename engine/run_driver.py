@@ -149,7 +149,7 @@ def drive(s, con, ckp, place, ss=None) -> None:
     sets = division_pattern_sets(s, con)
     report_patterns(con, sets, reweight.checked_intro(s.mcmc, opts.nchains, sets,
                                                       not isinstance(place, SerialPlacement), ss is not None))
-    place.agree(lambda: ckp.check_inputs(s, sets, opts))
+    place.agree(lambda: ckp.check_inputs(s, sets, opts, ss))
     with place.guard():
         mc3 = start(s, con, ckp, place, sets, opts, ss)
         con.print("      Chain results (%d generations requested):" % opts.ngen)
@@ -199,12 +199,13 @@ def start(s, con, ckp, place, sets, opts, ss=None):
     mc3 = place.mc3(runs, opts, swap_rng, files, con)
     if weights is not None:
         mc3.set_reweighting(weights)
+    if ss is not None:
+        mc3.stepping = SteppingStone(ss, opts.nruns, output_stem(s), s.stamp, con, opts.mcmcdiagn,
+                                     s.mcmc.get("Diagnstat") == "Maxstddev", append=ckp.resuming,
+                                     writer=place.writer)
     if place.writer:
         ckp.attach(mc3, files)
     place.adopt(mc3)
-    if ss is not None:
-        mc3.stepping = SteppingStone(ss, opts.nruns, output_stem(s), s.stamp, con, opts.mcmcdiagn,
-                                     s.mcmc.get("Diagnstat") == "Maxstddev")
     mc3.after_generation = checkpoint_hook(place, ckp)
     mc3.hook_every = ckp.freq if ckp.enabled else 0     # stop signals are seen after every compiled block
     return mc3

@@ -59,10 +59,14 @@ def model_settings(settings) -> dict:
             "partition": settings.partition}
 
 
-def run_settings(settings) -> dict:
-    """The mcmc settings and output options a continuation must keep."""
+def run_settings(settings, ss=None) -> dict:
+    """The mcmc settings and output options a continuation must keep; for `ss` (its SsPlan) also the
+    step schedule, so an ss checkpoint continues only as the same ss run (and never as an mcmc)."""
     mcmc = {k: canonical(v) for k, v in sorted(settings.mcmc.items()) if k not in MAY_CHANGE}
-    return {"mcmc": mcmc, "set": {k: canonical(settings.options.get(k)) for k in OUTPUT_OPTIONS}}
+    out = {"mcmc": mcmc, "set": {k: canonical(settings.options.get(k)) for k in OUTPUT_OPTIONS}}
+    if ss is not None:
+        out["ss"] = {f.name: canonical(getattr(ss, f.name)) for f in dataclasses.fields(ss) if f.name != "requested"}
+    return out
 
 
 def digest_json(obj) -> str:

@@ -91,13 +91,16 @@ class CheckpointSession:
     def resuming(self) -> bool:
         return self.payload is not None
 
-    def check_inputs(self, settings, sets, opts) -> None:
+    def check_inputs(self, settings, sets, opts, ss=None) -> None:
+        """`ss`: an ss run's SsPlan (its schedule is fingerprinted and its .ss file is an output)."""
         from mbgpu.sampler.sink import output_paths
         from mbgpu.tree_groups import tree_groups
 
-        self.fprints = validate.fingerprints(settings, sets)
+        self.fprints = validate.fingerprints(settings, sets, ss)
         self.seeds = (int(settings.options["Seed"]), int(settings.options["Swapseed"]))
         self.ngen, self.outputs = opts.ngen, output_paths(self.stem, opts.nruns, tree_groups(settings))
+        if ss is not None:
+            self.outputs.append(self.stem + ".ss")
         if self.payload is None:
             return
         validate.check_fingerprints(self.payload, self.fprints, self.source)
@@ -143,9 +146,12 @@ class CheckpointSession:
         return None
 
     def attach(self, mc3, sink) -> None:
+        """Restore the MC3 (and an ss run's step bookkeeping: mc3.stepping is set before) and hook in."""
         self.mc3, self.sink = mc3, sink
         if self.payload is not None:
             restore(mc3, sink, self.payload, self.source, chains=False)
+            if mc3.stepping is not None:
+                mc3.stepping.restore(mc3, self.payload, self.source)
             self.elapsed_before = float(self.payload.get("meta/elapsed_s", np.zeros(1))[0])
         self.t0 = time.time()
         mc3.after_generation = self.after_generation
@@ -191,8 +197,12 @@ class CheckpointSession:
     def write(self, mc3) -> None:
         """Flush and fsync the outputs, then write NAME.ckp.h5 atomically for generation mc3.gen."""
         sizes = self.sink.output_sizes()
+        if mc3.stepping is not None:
+            sizes.update(mc3.stepping.output_sizes())
         offsets = [sizes[p] for p in self.outputs]
         payload = capture(mc3, self.sink, self.gather(mc3) if self.gather is not None else None)
+        if mc3.stepping is not None:
+            payload.update(mc3.stepping.capture(mc3))
         payload.update(self.fprints)
         payload.update({
             "meta/mbgpu_version": __version__, "meta/seeds": np.array(self.seeds, dtype=np.int64),

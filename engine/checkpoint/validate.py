@@ -23,9 +23,9 @@ def require(payload: dict, path: str) -> None:
         raise CheckpointCorrupt("checkpoint '%s' is incomplete: dataset '%s' is missing" % (path, missing[0]))
 
 
-def fingerprints(settings, sets) -> dict:
-    """The current analysis' fingerprints, as stored under meta/ by the writer."""
-    model, run = schema.model_settings(settings), schema.run_settings(settings)
+def fingerprints(settings, sets, ss=None) -> dict:
+    """The current analysis' fingerprints, as stored under meta/ by the writer (`ss`: an ss run's SsPlan)."""
+    model, run = schema.model_settings(settings), schema.run_settings(settings, ss)
     return {"meta/data_sha256": schema.data_digest(settings, sets), "meta/model_sha256": schema.digest_json(model),
             "meta/run_sha256": schema.digest_json(run),
             "meta/settings_json": json.dumps({"model": model, "run": run}, sort_keys=True)}

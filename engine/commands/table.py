@@ -150,9 +150,8 @@ def _ss_only() -> list[Param]:
 
 
 def _ss() -> list[Param]:
-    """mcmc's parameters (shared with it, as in MrBayes) and ss' own; append=yes is not supported."""
-    shared = [p for p in _mcmc() if p.name != "Append"]
-    return shared + [YesNo("Append", "No", "continue from a checkpoint", supported=("No",))] + _ss_only()
+    """mcmc's parameters (shared with it, as in MrBayes) and ss' own."""
+    return _mcmc() + _ss_only()
 
 
 def _sumss() -> list[Param]:

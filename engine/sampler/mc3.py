@@ -141,7 +141,7 @@ class MC3:
                 self.console.print("")
             self.sink.diagnose(gen, self, show=show)
             if show and o.nruns > 1:
-                ss.note_split_stat(gen, self.sink.splits)
+                ss.note_split_stat(gen, self.sink)
                 if gen < o.ngen - o.printfreq:
                     self.console.print("")
                 for line in self.sink.comparison_lines():

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from mbgpu.checkpoint.errors import CheckpointMismatch
 from mbgpu.output.linefile import LineFile
 from mbgpu.sampler.screen import IND
 from mbgpu.sampler.stepping_stone import SsPlan, log_mean_exp
@@ -58,13 +59,17 @@ class SteppingStone:
     """The ss side of an MC3 run: `begin` before generation 1, `after_sample` at every sampled generation
     (after the diagnostics), `summary_lines` for the end."""
 
-    def __init__(self, plan: SsPlan, nruns: int, stem: str, stamp, console, diagnose: bool, maxstddev: bool):
-        """`stem`: the output stem (the file is STEM.ss); `diagnose`: mcmcdiagn=yes."""
-        self.plan, self.nruns, self.console, self.stem = plan, nruns, console, stem
+    def __init__(self, plan: SsPlan, nruns: int, stem: str, stamp, console, diagnose: bool, maxstddev: bool,
+                 append: bool = False, writer: bool = True):
+        """`stem`: the output stem (the file is STEM.ss); `diagnose`: mcmcdiagn=yes; `append`: a continuation
+        (the file, cut back to the checkpoint's offset, is extended; `restore` brings the rest back);
+        `writer`: False on the MPI ranks that do not write, which only follow the steps' powers."""
+        self.plan, self.nruns, self.console, self.stem, self.writer = plan, nruns, console, stem, writer
         path = stem + ".ss"
         self.diag, self.diag_plot, self.maxstddev = diagnose and nruns > 1, diagnose, maxstddev
-        self.fh = LineFile(path, "the stepping-stone statistics")
-        self.fh.write(ss_header(stamp, nruns, maxstddev))
+        self.fh = LineFile(path, "the stepping-stone statistics", append=append) if writer else None
+        if writer and not append:
+            self.fh.write(ss_header(stamp, nruns, maxstddev))
         self.path = path
         self.step = 1
         self.marginal = [0.0] * nruns
@@ -76,6 +81,8 @@ class SteppingStone:
         """Step 1's power and accumulators (burn-in runs at step 1's power, as in MrBayes)."""
         p = self.plan
         mc3.opts.power = p.power(1)
+        if not self.writer:
+            return
         self.acc = [StepAccumulator(mc3.cold(r).lnl, p.length(1)) for r in range(self.nruns)]
         if self.diag and p.burnin_samples == 0:
             mc3.sink.splits.first_kept = 1     # MrBayes drops generation 0 from the diagnostics
@@ -95,6 +102,11 @@ class SteppingStone:
 
     def after_sample(self, gen: int, mc3) -> None:
         p = self.plan
+        if not self.writer:
+            if p.step_end(gen) and self.step < p.nsteps:
+                self.step += 1
+                mc3.opts.power = p.power(self.step)
+            return
         if p.in_sample(gen):
             for r, a in enumerate(self.acc):
                 a.add(mc3.cold(r).lnl)
@@ -123,14 +135,52 @@ class SteppingStone:
             self.console.print(IND + "Sampling step %d out of %d steps..." % (k + 1, p.nsteps))
             self.console.print("")
 
-    def note_split_stat(self, gen: int, splits) -> None:
+    def note_split_stat(self, gen: int, sink) -> None:
         """The step's split-frequency statistic (-1.0: no split above minpartfreq), for the .ss file."""
-        avg, mx = splits.asdsf()
+        if not self.writer:
+            return
+        avg, mx = sink.splits.asdsf()
         value = -1.0 if math.isnan(avg) else (mx if self.maxstddev else avg)
         self.split_stat[self.plan.step_of(gen) - 1] = value
 
     def close(self) -> None:
-        self.fh.close()
+        if self.fh is not None:
+            self.fh.close()
+
+    # -- checkpoints -----------------------------------------------------------------------------------
+    def output_sizes(self) -> dict[str, int]:
+        """Flush and fsync the .ss file; {path: bytes written}."""
+        self.fh.sync()
+        return {self.path: self.fh.size}
+
+    def capture(self, mc3) -> dict:
+        """The step bookkeeping as checkpoint datasets (ss/...): exact, so a continuation writes the same
+        .ss lines as an uninterrupted run (MrBayes keeps a step's sum in its .ckp rounded)."""
+        first = mc3.sink.splits.first_kept
+        return {"ss/step": np.array([self.step], dtype=np.int64),
+                "ss/power": np.array([mc3.opts.power], dtype=np.float64),
+                "ss/marginal": np.array(self.marginal, dtype=np.float64),
+                "ss/split_stat": np.array(self.split_stat, dtype=np.float64),
+                "ss/acc": np.array([[a.length, a.scaler, a.sum] for a in self.acc], dtype=np.float64).reshape(-1, 3),
+                "ss/acc_count": np.array([a.count for a in self.acc], dtype=np.int64),
+                "ss/first_kept": np.array([-1 if first is None else first], dtype=np.int64)}
+
+    def restore(self, mc3, state: dict, where: str) -> None:
+        """Put `capture`'s datasets back (CheckpointMismatch when the checkpoint has none)."""
+        if "ss/step" not in state:
+            raise CheckpointMismatch("checkpoint '%s' holds no stepping-stone state: it was not written by ss"
+                                     % where)
+        self.step = int(state["ss/step"][0])
+        mc3.opts.power = float(state["ss/power"][0])
+        self.marginal = [float(v) for v in state["ss/marginal"]]
+        self.split_stat = [float(v) for v in state["ss/split_stat"]]
+        self.acc = []
+        for (length, scaler, total), count in zip(state["ss/acc"].tolist(), state["ss/acc_count"].tolist()):
+            a = StepAccumulator(0.0, length)
+            a.scaler, a.sum, a.count = scaler, total, int(count)
+            self.acc.append(a)
+        first = int(state["ss/first_kept"][0])
+        mc3.sink.splits.first_kept = None if first < 0 else first
 
     # -- the end ---------------------------------------------------------------------------------------
     def summary_lines(self) -> list[str]:

@@ -102,8 +102,10 @@ for _key in [k for k in EVIDENCE if k[0] == "mcmc"]:
     EVIDENCE[("mcmcp", _key[1])] = EVIDENCE[_key]
     EVIDENCE[("ss", _key[1])] = EVIDENCE[("ssp", _key[1])] = EVIDENCE[_key]    # ss runs mcmc's sampler
 _SS = "test_sampler/test_stepping_stone.py::test_ss_file_and_screen_lines_match_mrbayes"
-for _p in ("Alpha", "Burninss", "Nsteps", "Fromprior", "Append"):
+for _p in ("Alpha", "Burninss", "Nsteps", "Fromprior"):
     EVIDENCE[("ss", _p)] = EVIDENCE[("ssp", _p)] = _SS
+EVIDENCE[("ss", "Append")] = EVIDENCE[("ssp", "Append")] = \
+    "test_checkpoint/test_ss_resume.py::test_a_stopped_run_continues_exactly"
 for _p in ("Allruns", "Relburnin", "Burnin", "Burninfrac", "Discardfrac", "Filename", "Nruns", "Steptoplot",
            "Smoothing"):
     EVIDENCE[("sumss", _p)] = "test_summary/test_sumss.py::test_sumss_matches_mrbayes_on_its_files"

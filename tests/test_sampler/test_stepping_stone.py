@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from numpy.polynomial.laguerre import laggauss
 
-from mbgpu.errors import CommandError, NotImplementedYet
+from mbgpu.checkpoint.errors import CheckpointMissing
+from mbgpu.errors import CommandError
 from mbgpu.sampler import stepping_stone
 from tests.helpers import DNA4, interp_for, output
 
@@ -147,7 +148,7 @@ def test_interpreted_step_raises_the_likelihood_to_the_power_too(interpreted, tm
     ("ss nsteps=0;", CommandError, "nsteps=0"),
     ("ss ngen=100 samplefreq=10 burninss=10;", CommandError, "Burnin 10 samples is too large"),
     ("ss ngen=100 samplefreq=10 nsteps=20;", CommandError, "less then one sample in each step"),
-    ("ss append=yes;", NotImplementedYet, "is not supported yet"),
+    ("ss append=yes;", CheckpointMissing, "no checkpoint 'in.nex.ckp.h5' to continue from"),
 ])
 def test_bad_values_are_refused_where_they_stand(tmp_path, command, error, where):
     with pytest.raises(error) as e:

@@ -76,16 +76,9 @@ class SerialPlacement:
         return None
 
 
-def under_mpi() -> bool:
-    """True when this process is one of several MPI ranks."""
-    from mbgpu.mpi.comm import world
-
-    return world() is not None
-
-
-def placement(settings):
+def placement(settings, ss=None):
     """SerialPlacement, or this rank's MpiPlacement under mpirun/srun (rank 0 sends the serving ranks
-    the settings). mbgpu.mpi is imported only here, so the core needs no mpi4py."""
+    the settings and an ss run's SsPlan). mbgpu.mpi is imported only here, so the core needs no mpi4py."""
     from mbgpu.mpi.comm import world
 
     comm = world()
@@ -93,7 +86,7 @@ def placement(settings):
         return SerialPlacement()
     from mbgpu.mpi.run import lead
 
-    return lead(comm, settings)
+    return lead(comm, settings, ss)
 
 
 def run_mcmc(interp, ss=None) -> None:
@@ -101,16 +94,14 @@ def run_mcmc(interp, ss=None) -> None:
     writes): lock the output prefix, ask before overwriting (interactive only), seeds and model summary,
     then the run. The lock is released however the run ends (a stop signal included). Deleted taxa are
     left out (the run sees mbgpu.deleted_taxa's view; its ID goes back to the session for sump/sumt).
-    `ss`: the mbgpu.sampler.stepping_stone.SsPlan of an `ss` command (serial runs only)."""
+    `ss`: the mbgpu.sampler.stepping_stone.SsPlan of an `ss` command."""
     s, con = analysis_settings(interp.settings), interp.console
     stem = output_stem(s)
-    if ss is not None and under_mpi():
-        raise NotImplementedYet("ss under MPI is not supported yet")
     with exit_on_stop_signals(), OutputLock.acquire(stem, con.print):
         confirm_overwrite(s, stem, RunOptions.from_settings(s.mcmc).nruns, getattr(interp, "ask", None), con)
         ckp = begin(s, con)
         try:
-            drive(s, con, ckp, placement(s), ss)
+            drive(s, con, ckp, placement(s, ss), ss)
         finally:
             interp.settings.stamp = s.stamp
 

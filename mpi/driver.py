@@ -83,7 +83,8 @@ class DistributedMC3(MC3):
         mine = [[c for r2, c in self.local if r2 == r] for r in runs]
         step_generation([[self.runs[r][c] for c in cs] for r, cs in zip(runs, mine)],
                         [[self.ranks[r][c] for c in cs] for r, cs in zip(runs, mine)], o)
-        if (o.nchains > 1 and self.gen % o.swapfreq == 0) or self.gen % o.printfreq == 0:
+        if (o.nchains > 1 and self.gen % o.swapfreq == 0) or self.gen % o.printfreq == 0 or \
+                (self.stepping is not None and self.gen % o.samplefreq == 0):   # ss: the cold lnL on rank 0
             self.sync_scalars()
 
     def trade_heat_stats(self, took: list) -> None:
@@ -149,11 +150,15 @@ class DistributedMC3(MC3):
 
     # -- checkpoints (the run driver calls the CheckpointSession on rank 0; these are the collectives) ----
     def adopt_state(self) -> None:
-        """Every rank takes rank 0's MC3 state (generation, heats, swap counts and stream: a continuation)."""
+        """Every rank takes rank 0's MC3 state (generation, heats, swap counts and stream, an ss run's step
+        and power: a continuation)."""
+        step = self.stepping.step if self.stepping is not None else None
         state = (self.gen, self.ranks, [t.tried for t in self.swaps], [t.accepted for t in self.swaps],
-                 self.swap_rng.bit_generator.state)
-        gen, ranks, tried, accepted, rng_state = self.comm.bcast(state, root=0)
-        self.gen, self.ranks = gen, [list(r) for r in ranks]
+                 self.swap_rng.bit_generator.state, self.opts.power, step)
+        gen, ranks, tried, accepted, rng_state, power, step = self.comm.bcast(state, root=0)
+        self.gen, self.ranks, self.opts.power = gen, [list(r) for r in ranks], power
+        if self.stepping is not None:
+            self.stepping.step = step
         for table, t, a in zip(self.swaps, tried, accepted):
             table.tried, table.accepted = [list(x) for x in t], [list(x) for x in a]
         self.swap_rng.bit_generator.state = rng_state
@@ -181,9 +186,9 @@ class MpiSink:
         if self.inner is not None:
             self.inner.sample(gen, mc3)
 
-    def diagnose(self, gen: int, mc3):
+    def diagnose(self, gen: int, mc3, **kw):
         mc3.sync_cold(with_moves=True)
-        stat = self.inner.diagnose(gen, mc3) if self.inner is not None else None
+        stat = self.inner.diagnose(gen, mc3, **kw) if self.inner is not None else None
         return self.comm.bcast(stat, root=0)
 
     def comparison_lines(self) -> list[str]:

@@ -31,22 +31,23 @@ def main(argv: list[str], run_cli) -> int:
 def serve(comm) -> int:
     """Ranks > 0: take part in every `mcmc` rank 0 starts, until it says quit."""
     while True:
-        kind, settings = comm.bcast(None, root=0)
+        kind, job = comm.bcast(None, root=0)
         if kind == QUIT:
             return 0
+        settings, ss = job
         from mbgpu.mpi.driver import MpiPlacement   # the sampler: imported at the first mcmc, not for every session
         from mbgpu.run_driver import drive
 
         try:
-            drive(settings, NullConsole(), None, MpiPlacement(comm, settings))
+            drive(settings, NullConsole(), None, MpiPlacement(comm, settings), ss)
         except MbgpuError:
             pass   # raised identically on rank 0, which reports it
 
 
-def lead(comm, settings):
-    """Rank 0 at an `mcmc` command (seeds fixed already): send the settings to the serving ranks; this
-    rank's mbgpu.mpi.driver.MpiPlacement."""
+def lead(comm, settings, ss=None):
+    """Rank 0 at an `mcmc` or `ss` command (seeds fixed already): send the settings (and an ss run's
+    SsPlan) to the serving ranks; this rank's mbgpu.mpi.driver.MpiPlacement."""
     from mbgpu.mpi.driver import MpiPlacement   # the sampler: imported at the first mcmc, not for every session
 
-    comm.bcast((MCMC, settings), root=0)
+    comm.bcast((MCMC, (settings, ss)), root=0)
     return MpiPlacement(comm, settings)

@@ -65,6 +65,7 @@ class MoveTable:
         m, c = len(moves), len(chains)
         self.kind = np.zeros(m, dtype=np.int64)
         self.param = np.full(m, -1, dtype=np.int64)
+        self.tree = np.zeros(m, dtype=np.int64)            # the tree of the chain a tree move acts on
         self.bounds = np.zeros((m, 2))
         self.target = np.zeros(m)
         self.tuned = np.full(m, -1, dtype=np.int64)        # index of the autotuned tuning value, -1: none
@@ -98,6 +99,7 @@ class MoveTable:
             self.alpha_factor[i] = mv.alpha_factor
             return
         self.kind[i] = _TREE_KINDS[type(inner).__name__][0]
+        self.tree[i] = mv.tree
         if inner.target is not None:
             self.target[i] = inner.target
             self.tuned[i] = self._keys(inner).index("lambda")

@@ -3,7 +3,9 @@
 The state mbgpu reaches after some generations (three trees with varied branch lengths) is given to
 MrBayes as its start state (`startvals tau{k}= V{k}=`): MrBayes' Gen-0 LnL and LnPr must equal mbgpu's
 row. The files' names and headers, the move list and the per-topology diagnostics are MrBayes'; a
-continuation from a checkpoint is byte-identical; what is not supported yet is refused.
+continuation from a checkpoint is byte-identical; what is not supported yet is refused. Unlinked
+topologies run on the compiled core (mbgpu.core; `core_use` checks it took them), trees sharing a
+topology (MultNNI) on the interpreted step.
 """
 import io
 import re
@@ -13,6 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import mbgpu.sampler.batch_step as batch_step
 from mbgpu.console import Console
 from mbgpu.errors import MbgpuError
 from mbgpu.interpreter import Interpreter
@@ -24,6 +27,31 @@ CODON = ("charset p1 = 1-898\\3; charset p2 = 2-898\\3; charset p3 = 3-898\\3; "
 UNLINKED = CODON + " unlink topology=(all);"
 BRLENS = CODON + " unlink brlens=(all);"                       # one Tau{all}, V{1} V{2} V{3}: MultNNI
 PARTIAL = CODON + " unlink brlens=(all); link brlens=(1,3);"    # one Tau{all}, V{1,3} V{2}
+
+
+@pytest.fixture
+def core_use(monkeypatch) -> list:
+    """The reasons the compiled core gave for the chains of this test's runs ('' where it stepped them):
+    one entry per run started."""
+    seen, real = [], batch_step.core_for
+
+    def spy(chains):
+        core = real(chains)
+        if core is None or not seen:
+            seen.append(chains[0].core_refused)
+        return core
+
+    monkeypatch.setattr(batch_step, "core_for", spy)
+    return seen
+
+
+def _core_took(seen: list, model: str) -> None:
+    """Unlinked (or linked) topologies ran on the compiled core; trees sharing a topology did not."""
+    assert seen
+    if model in (BRLENS, PARTIAL):
+        assert all("unlink brlens" in why for why in seen), seen
+    else:
+        assert set(seen) == {""}, seen
 
 
 def _mbgpu(folder, text: str, monkeypatch) -> str:
@@ -57,12 +85,17 @@ def _row(pfile, gen: int) -> dict:
     return dict(zip(header, row))
 
 
-@pytest.mark.parametrize("backend, extra", [("cpu", ""), pytest.param("gpu", "", marks=pytest.mark.gpu),
-                                            ("cpu", " delete 3 8;")], ids=["cpu", "gpu", "deleted-taxa"])
-def test_three_trees_score_as_mrbayes_scores_them(backend, extra, mb_double, tmp_path, monkeypatch):
+@pytest.mark.parametrize("backend, extra", [("cpu", ""), ("cpu-interpreted", ""),
+                                            pytest.param("gpu", "", marks=pytest.mark.gpu), ("cpu", " delete 3 8;")],
+                         ids=["cpu", "cpu-interpreted", "gpu", "deleted-taxa"])
+def test_three_trees_score_as_mrbayes_scores_them(backend, extra, mb_double, tmp_path, monkeypatch, core_use):
     """After 300 generations mbgpu's three trees (varied lengths) and its LnL and LnPr, on the CPU and on
-    a GPU, also with deleted taxa: MrBayes started on those trees computes the
-    same LnL and LnPr (1e-6), and writes the same .p header."""
+    a GPU (the compiled core), also with deleted taxa, and on the interpreted step: MrBayes started on
+    those trees computes the same LnL and LnPr (1e-6), and writes the same .p header."""
+    interpreted = backend == "cpu-interpreted"
+    if interpreted:
+        monkeypatch.setattr(batch_step, "core_for", lambda chains: None)
+    backend = backend.split("-")[0]
     setting = "set seed=11 swapseed=3 precision=15 scientific=no; execute %s; %s prset statefreqpr=fixed(equal);%s" % (
         TEST_DATA / "primates.nex", UNLINKED, extra)
     _mbgpu(tmp_path / "g", "#NEXUS\nbegin mrbayes; set backend=%s; %s mcmc ngen=300 samplefreq=100 "
@@ -85,6 +118,7 @@ def test_three_trees_score_as_mrbayes_scores_them(backend, extra, mb_double, tmp
     assert list(want) == list(got)
     for col in ["LnL", "LnPr", "TL{1}", "TL{2}", "TL{3}"] + [c for c in want if c.startswith("m{")]:
         assert abs(float(got[col]) - float(want[col])) < 1e-6, (col, got[col], want[col])
+    assert core_use == ([] if interpreted else [""])       # the core stepped the chains (or was kept out)
 
 
 @pytest.mark.parametrize("model, names", [(BRLENS, ("V{1}", "V{2}", "V{3}")), (PARTIAL, ("V{1,3}", "V{2}"))],
@@ -122,7 +156,7 @@ MCMC = "ngen=200 samplefreq=100 printfreq=100 diagnfreq=100 nruns=2 nchains=2 fi
 
 
 @pytest.mark.parametrize("model", [UNLINKED, CODON, BRLENS, PARTIAL], ids=["unlinked", "linked", "brlens", "partial"])
-def test_files_moves_and_diagnostics_are_mrbayes(model, mb_double, tmp_path, monkeypatch):
+def test_files_moves_and_diagnostics_are_mrbayes(model, mb_double, tmp_path, monkeypatch, core_use):
     """Tree files per tree and run, their headers ([Param: tree{k}]; one linked tree of partitioned data:
     tree{all}; trees sharing a topology: the first's, MrBayes' quirk), the .p and .mcmc headers, the move
     list (MultNNI for trees sharing a topology), the model summary's parameters and one ASDSF line per
@@ -159,10 +193,11 @@ def test_files_moves_and_diagnostics_are_mrbayes(model, mb_double, tmp_path, mon
     asdsf = re.compile(r"Average standard deviation of split frequencies( for topology \d)?: ")
     assert asdsf.findall(screen) == asdsf.findall(mb_screen)
     assert len(asdsf.findall(screen)) == (6 if model == UNLINKED else 2)
+    _core_took(core_use, model)
 
 
 @pytest.mark.parametrize("model", [UNLINKED, BRLENS], ids=["unlinked", "brlens"])
-def test_continuation_is_byte_identical(model, tmp_path, monkeypatch):
+def test_continuation_is_byte_identical(model, tmp_path, monkeypatch, core_use):
     """A run continued from its checkpoint (every tree and every tree's split counts in it) writes the
     same files as a straight run."""
     mcmc = "nruns=2 nchains=2 samplefreq=10 printfreq=100 diagnfreq=40 tunefreq=20 filename=r"
@@ -172,9 +207,10 @@ def test_continuation_is_byte_identical(model, tmp_path, monkeypatch):
     run_text(tmp_path / "cont", block(160, "checkfreq=30 append=yes", model=model, mcmc=mcmc), monkeypatch,
              "b.nex")
     assert same_outputs(tmp_path / "ref", tmp_path / "cont", names) == []
+    _core_took(core_use, model)
 
 
-def test_prior_of_each_tree_is_recovered(tmp_path, monkeypatch):
+def test_prior_of_each_tree_is_recovered(tmp_path, monkeypatch, core_use):
     """mcmc data=no: each tree's topology is uniform over the 3 unrooted trees of 4 taxa (independently
     of the other tree), and each tree length the Gamma(5, 10) of five Exponential(10) branches."""
     data = ("#NEXUS\nbegin data; dimensions ntax=4 nchar=8; format datatype=dna; matrix\n"
@@ -201,6 +237,7 @@ def test_prior_of_each_tree_is_recovered(tmp_path, monkeypatch):
         assert np.all(np.abs(freq - 1 / 3) < 0.05), freq
     joint = np.bincount(pairs[:, 0] * 3 + pairs[:, 1], minlength=9) / n
     assert np.all(np.abs(joint - 1 / 9) < 0.04), joint
+    assert core_use == [""]
 
 
 def _quartet(line: str) -> int:

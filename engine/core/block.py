@@ -86,9 +86,8 @@ class BlockRunner:
         self.plan = ((pt.kind, pt.args, pt.alphas, pt.weights), (sm.desc, sm.fixed, sm.s0, sm.pi0), self.rows,
                      np.array([bool(j) for j in core.touches], dtype=np.bool_), np.array(core.new_q, dtype=np.bool_))
         self.head = (core.rng, t.parent, t.kids, t.brlen, core.theta, t.parent_p, t.kids_p, t.brlen_p, core.theta_p,
-                     mv.kind, mv.param, mv.tree, mv.cdf, mv.bounds, mv.scale, mv.alpha_factor, mv.tuning, core.layout.off,
-                     core.n_tips,
-                     core.lo, core.hi, core.anchor) + core.cons
+                     mv.kind, mv.param, mv.tree, mv.rows, mv.cdf, mv.bounds, mv.scale, mv.alpha_factor, mv.tuning,
+                     core.layout.off, core.n_tips, core.lo, core.hi, core.anchor) + core.cons
         self.pars = (core.pars[0][:-1] + (np.ones(1, dtype=np.uint64),),)   # ParsSPR's Fitch pass on one thread
         self.tail = (core.move_of, core.log_h, core.moved, core.todo, core.div_tree)
         self.eval = (t.parent_p, t.kids_p, t.brlen_p, t.parent, t.brlen, d.bslot, d.mslot, d.bslot_p, d.mslot_p,

@@ -32,8 +32,6 @@ def unsupported(chains) -> str | None:
     first = chains[0]
     if getattr(first, "sum_parts", False):
         return "mcmc reweight (each heat rank's own pattern weights)"
-    if any(getattr(mv, "shared", None) for mv in first.moves):
-        return "trees sharing a topology (unlink brlens)"
     for part in first.parts:
         inc = part.inc
         shared = getattr(inc, "shared", None)         # a lane of a batched instance (batch_step.LanePartition)
@@ -96,6 +94,7 @@ class CoreStepper:
         self.brl = np.array([brlens_log_prior(self.brl_kind, self.brl_args, self.trees.parent[r],
                                               self.trees.brlen[r], self.n_tips)
                              for r in range(n * self.n_trees)]).reshape(n, self.n_trees)
+        self.brl_p = self.brl.copy()
         self.pterm = np.array([self.prior_fn.parameters(ch.values) for ch in chains]).reshape(n, len(self.params))
         self.pterm_new = np.zeros(n)
         self.divisions = [division_for(first.parts[j].inc.shared, [ch.parts[j].inc for ch in chains])
@@ -249,7 +248,7 @@ class CoreStepper:
             numba.set_num_threads(self.pars_threads)
         try:
             return int(propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
-                                   self.theta_p, mv.kind, mv.param, mv.tree, mv.cdf, mv.bounds, mv.scale,
+                                   self.theta_p, mv.kind, mv.param, mv.tree, mv.rows, mv.cdf, mv.bounds, mv.scale,
                                    mv.alpha_factor, mv.tuning, self.layout.off, self.n_tips, self.lo, self.hi,
                                    self.anchor, *self.cons, self.pars, self.move_of, self.log_h, self.moved, self.todo,
                                    self.div_tree, self.by_param, c0, c1))
@@ -262,9 +261,9 @@ class CoreStepper:
         t, mv = self.trees, self.moves
         return (self.rng, heats, float(power), t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
                 self.theta_p, self.n_tips, self.brl_kind, self.brl_args, self.topology, self.lnl, self.lnpr,
-                self.best, self.brl, self.pterm, self.pterm_new, self.div_lnl, self.div_lnl_p, self.todo,
+                self.best, self.brl, self.brl_p, self.pterm, self.pterm_new, self.div_lnl, self.div_lnl_p, self.todo,
                 self.move_of, self.log_h, self.moved, self.accepted, tunefreq, autotune, mv.counts, mv.last_rate,
-                mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha, mv.param, mv.tree)
+                mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha, mv.param, mv.rows)
 
     def _decide(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int, power: float) -> None:
         """Chains c0..c1-1 accept or reject (step.decide_all); a proposal whose log likelihood is not a

@@ -86,11 +86,10 @@ class BlockRunner:
         self.plan = ((pt.kind, pt.args, pt.alphas, pt.weights), (sm.desc, sm.fixed, sm.s0, sm.pi0), self.rows,
                      np.array([bool(j) for j in core.touches], dtype=np.bool_), np.array(core.new_q, dtype=np.bool_))
         self.head = (core.rng, t.parent, t.kids, t.brlen, core.theta, t.parent_p, t.kids_p, t.brlen_p, core.theta_p,
-                     mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.alpha_factor, mv.tuning, core.layout.off,
-                     core.n_tips,
-                     core.lo, core.hi, core.anchor) + core.cons
-        self.pars = core.pars[:-1] + (np.ones(1, dtype=np.uint64),)   # ParsSPR's Fitch pass on one thread
-        self.tail = (core.move_of, core.log_h, core.moved, core.todo)
+                     mv.kind, mv.param, mv.tree, mv.rows, mv.cdf, mv.bounds, mv.scale, mv.alpha_factor, mv.tuning,
+                     core.layout.off, core.n_tips, core.lo, core.hi, core.anchor) + core.cons
+        self.pars = core.pars[0][:-1] + (np.ones(1, dtype=np.uint64),)   # ParsSPR's Fitch pass on one thread
+        self.tail = (core.move_of, core.log_h, core.moved, core.todo, core.div_tree)
         self.eval = (t.parent_p, t.kids_p, t.brlen_p, t.parent, t.brlen, d.bslot, d.mslot, d.bslot_p, d.mslot_p,
                      d.n_tips) + self.rows + (d.partials, d.tip_x, d.matrices, d.scale, d.scaled, d.weights,
                                               d.compat, d.lnl_p) + tuple(d.scratch)
@@ -103,15 +102,15 @@ class BlockRunner:
     @staticmethod
     def for_mc3(mc3):
         """A BlockRunner for `mc3`'s chains; None while the core is not built; False where generations go
-        one by one: on a GPU, under MPI, several pattern sets, a model or prior the core builds on the
-        host."""
+        one by one: on a GPU, under MPI, several pattern sets or trees, a model or prior the core builds
+        on the host."""
         if not mc3.compiled_blocks:
             return False
         held = mc3.runs[0][0]._core
         if held is None:
             return None
         core = held[0]
-        if len(core.divisions) != 1:
+        if len(core.divisions) != 1 or core.n_trees != 1:
             return False
         d = core.divisions[0]
         if (type(d) is not DivisionArrays or d.sum_each is not None

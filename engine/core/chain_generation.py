@@ -81,10 +81,12 @@ def plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, t
 def chain_propose(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, shared):
     """The first part of chain c's generation, which its heat does not enter: propose, plan and evaluate.
     DONE, or HOST_MODEL (proposed and planned; its model must come from the host). Writes only the
-    proposal's rows: the decided state, lnL and prior that a heat swap reads stay as they were."""
+    proposal's rows: the decided state, lnL and prior that a heat swap reads stay as they were. `pars`:
+    ParsSPR's data of the chain's one tree (blocks run one pattern set, so one tree), a flat tuple (the
+    threads of mbgpu.core.handoff take no nested tuples)."""
     rng, rng_out, todo, moved, off, theta_p, pterm_new, accepted, log_h = shared
     todo[:, c] = 0
-    propose_chain(c, *head, pars, *tail)
+    propose_chain(c, *head, (pars,), *tail)
     if moved[c] >= 0 and log_h[c] != -math.inf:
         if not plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo):
             return HOST_MODEL

@@ -13,13 +13,13 @@ import numpy as np
 
 # move kinds of the compiled step (mbgpu.core.step dispatches on them)
 DIRICHLET, SLIDER, MULTIPLIER, PINVAR_SLIDER = 0, 1, 2, 3
-EXT_SPR, EXT_TBR, NNI, PARS_SPR, BRANCH_MULTIPLIER, NODE_SLIDER, TREE_LENGTH = 10, 11, 12, 13, 14, 15, 16
-FIRST_TOPOLOGY, LAST_TOPOLOGY = EXT_SPR, PARS_SPR      # the kinds that change the topology
+MULT_NNI, EXT_SPR, EXT_TBR, NNI, PARS_SPR, BRANCH_MULTIPLIER, NODE_SLIDER, TREE_LENGTH = 9, 10, 11, 12, 13, 14, 15, 16
+FIRST_TOPOLOGY, LAST_TOPOLOGY = MULT_NNI, PARS_SPR      # the kinds that change the topology
 
 _PARAM_KINDS = {"dirichlet": DIRICHLET, "slider": SLIDER, "multiplier": MULTIPLIER, "pinvar_slider": PINVAR_SLIDER}
 # tree move class -> (kind, tuning keys in the order the compiled move reads them)
 _TREE_KINDS = {"ExtSPR": (EXT_SPR, ("p_ext", "lambda")), "ExtTBR": (EXT_TBR, ("p_ext", "lambda")),
-               "NNI": (NNI, ()), "ParsSPR": (PARS_SPR, ("warp", "r", "v_t", "lambda")),
+               "NNI": (NNI, ()), "MultNNI": (MULT_NNI, ()), "ParsSPR": (PARS_SPR, ("warp", "r", "v_t", "lambda")),
                "Multiplier": (BRANCH_MULTIPLIER, ("lambda",)), "NodeSlider": (NODE_SLIDER, ("lambda",)),
                "TreeLengthMultiplier": (TREE_LENGTH, ("lambda",))}
 COUNTS = ("tried", "accepted", "batch_tried", "batch_accepted", "batches")
@@ -65,6 +65,8 @@ class MoveTable:
         m, c = len(moves), len(chains)
         self.kind = np.zeros(m, dtype=np.int64)
         self.param = np.full(m, -1, dtype=np.int64)
+        self.tree = np.zeros(m, dtype=np.int64)            # the tree of the chain a tree move acts on (MultNNI: the
+        self.rows = np.zeros((m, len(chains[0].trees)), dtype=np.bool_)   # first of `rows`, the trees it changes)
         self.bounds = np.zeros((m, 2))
         self.target = np.zeros(m)
         self.tuned = np.full(m, -1, dtype=np.int64)        # index of the autotuned tuning value, -1: none
@@ -98,6 +100,8 @@ class MoveTable:
             self.alpha_factor[i] = mv.alpha_factor
             return
         self.kind[i] = _TREE_KINDS[type(inner).__name__][0]
+        self.tree[i] = mv.tree
+        self.rows[i, list(mv.shared or (mv.tree,))] = True
         if inner.target is not None:
             self.target[i] = inner.target
             self.tuned[i] = self._keys(inner).index("lambda")

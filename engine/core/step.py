@@ -2,11 +2,14 @@
 state), then the caller evaluates models and likelihoods, then `decide_all` (prior, Metropolis-Hastings
 at each chain's heat, counters and autotuning as MrBayes).
 
-State arrays (C chains, N nodes, T parameter values), current and proposed (`_p`): tree `parent`,
-`kids`, `brlen` (mbgpu.core.trees), `theta` (mbgpu.core.layout.ParamLayout). Per chain: `rng`
-(mbgpu.core.rng), `lnl`, `lnpr`, `best`, the prior's branch-length term `brl` and parameter terms
-`pterm[C, K]`. Per proposal: `move_of[c]`, `log_h[c]` (-inf: aborted, nothing to evaluate) and
-`moved[c]` (the parameter a parameter move changed, -1 for a tree move).
+State arrays (C chains of R trees each, N nodes, P parameter values), current and proposed (`_p`): tree
+`parent`, `kids`, `brlen` (mbgpu.core.trees; chain c's tree t in row c R + t: R > 1 with `unlink
+topology` or `unlink brlens`), `theta` (mbgpu.core.layout.ParamLayout). Per chain: `rng` (mbgpu.core.rng), `lnl`, `lnpr`,
+`best`, the prior's branch-length term of each tree `brl[C, R]` (`brl_p`: a proposal's) and parameter
+terms `pterm[C, K]`. Per move: `mtree[m]`, the tree a tree move acts on, `mrows[m, R]` the trees it
+changes (MultNNI: every tree sharing a topology, mtree[m] the first); per pattern set: `div_tree[d]`,
+the tree its likelihood lies on. Per proposal: `move_of[c]`, `log_h[c]` (-inf: aborted, nothing to
+evaluate) and `moved[c]` (the parameter a parameter move changed, -1 for a tree move).
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from mbgpu.core.constraint_check import constraints_hold
 from mbgpu.core.pars_spr import pars_spr
 from mbgpu.core.prior import brlens_log_prior
 from mbgpu.core.rng import pick, uniform
-from mbgpu.core.tree_moves import ext_spr, ext_tbr, nni
+from mbgpu.core.tree_moves import ext_spr, ext_tbr, mult_nni, nni
 from mbgpu.core.trees import sort_kids
 from mbgpu.jit import JIT_OPTIONS
 
@@ -55,15 +58,19 @@ def _propose_tree(kind, parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, 
 
 
 @numba.njit(**JIT_OPTIONS)
-def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                   bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b, pars,
-                   move_of, log_h, moved, todo):
+def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree,
+                  mrows, cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a,
+                  cons_b, pars, move_of, log_h, moved, todo, div_tree):
     """Chain c: copy its state into the proposal arrays, pick a move by weight and propose; a tree proposal
-    that breaks a topology constraint (`cons_*`, mbgpu.core.constraint_check) is rejected, a live one marks
-    every pattern set (todo 1). Touches only chain c's rows (chains may run on threads)."""
-    parent_p[c, :] = parent[c, :]
-    kids_p[c, :, :] = kids[c, :, :]
-    brlen_p[c, :] = brlen[c, :]
+    (on tree mtree[m], row c R + mtree[m]; ParsSPR with that tree's data, pars[mtree[m]]; MultNNI on the
+    trees of mrows[m]) that breaks a topology constraint (`cons_*`, mbgpu.core.constraint_check) is
+    rejected, a live one marks the pattern sets on the trees it changed (todo 1). Touches only chain c's
+    rows (chains may run on threads)."""
+    n_trees = parent.shape[0] // theta.shape[0]
+    for r in range(c * n_trees, (c + 1) * n_trees):
+        parent_p[r, :] = parent[r, :]
+        kids_p[r, :, :] = kids[r, :, :]
+        brlen_p[r, :] = brlen[r, :]
     theta_p[c, :] = theta[c, :]
     s = rng[c]
     m = pick(s, cdf)
@@ -75,14 +82,21 @@ def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p,
         log_h[c] = _propose_param(mkind[m], s, x, tuning[c, m], scale[m, :x.shape[0]], bounds[m, 0], bounds[m, 1],
                                   alpha_factor[m])
     else:
-        log_h[c] = _propose_tree(mkind[m], parent_p[c], kids_p[c], brlen_p[c], n_tips, s, tuning[c, m], lo, hi,
-                                 anchor, pars)
-        sort_kids(kids_p[c])       # states keep children in order (trees.sort_kids says why)
+        t = mtree[m]
+        r = c * n_trees + t
+        if mkind[m] == L.MULT_NNI:
+            log_h[c] = mult_nni(parent_p, kids_p, brlen_p, n_tips, s, c * n_trees, mrows[m])
+        else:
+            log_h[c] = _propose_tree(mkind[m], parent_p[r], kids_p[r], brlen_p[r], n_tips, s, tuning[c, m], lo,
+                                     hi, anchor, pars[t])
+        sort_kids(kids_p[r])       # states keep children in order (trees.sort_kids says why)
         if log_h[c] != -math.inf and L.FIRST_TOPOLOGY <= mkind[m] <= L.LAST_TOPOLOGY and not constraints_hold(
-                parent_p[c], kids_p[c], n_tips, cons_kind, cons_a, cons_b):
+                parent_p[r], kids_p[r], n_tips, cons_kind, cons_a, cons_b):
             log_h[c] = -math.inf
         if log_h[c] != -math.inf:
-            todo[:, c] = 1
+            for d in range(todo.shape[0]):
+                if mrows[m, div_tree[d]]:
+                    todo[d, c] = 1
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -97,16 +111,16 @@ def _live_params(c0, c1, moved, log_h, by_param):
 
 
 @numba.njit(**JIT_OPTIONS)
-def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b, pars,
-                move_of, log_h, moved, todo, by_param, c0, c1):
+def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree, mrows,
+                cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b, pars,
+                move_of, log_h, moved, todo, div_tree, by_param, c0, c1):
     """Each chain c0 <= c < c1 proposes (propose_chain); the chains whose parameter proposal is live are
     listed in by_param (the caller builds their models); returns how many."""
     todo[:, c0:c1] = 0
     for c in range(c0, c1):
-        propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, cdf,
-                       bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b, pars,
-                       move_of, log_h, moved, todo)
+        propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree,
+                      mrows, cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a,
+                      cons_b, pars, move_of, log_h, moved, todo, div_tree)
     return _live_params(c0, c1, moved, log_h, by_param)
 
 
@@ -138,14 +152,30 @@ def _record(c, m, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_
 
 
 @numba.njit(**JIT_OPTIONS)
+def _tree_terms(c, m, live, mrows, brl, brl_p, kind, args, parent_p, brlen_p, n_tips):
+    """brl_p[c]: chain c's branch-length terms, those of the trees move m changed computed from the
+    proposal when `live` (a tree move); returns their sum in tree order (the order of
+    mbgpu.sampler.setup.Prior.total_of_trees; one tree: the term itself)."""
+    n_trees = brl.shape[1]
+    total = 0.0
+    for u in range(n_trees):
+        x = brl[c, u]
+        if live and mrows[m, u]:
+            x = brlens_log_prior(kind, args, parent_p[c * n_trees + u], brlen_p[c * n_trees + u], n_tips)
+        brl_p[c, u] = x
+        total = x if u == 0 else total + x
+    return total
+
+
+@numba.njit(**JIT_OPTIONS)
 def decide_all(rng, heat, power, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, n_tips, brl_kind,
-               brl_args, topology, lnl, lnpr, best, brl, pterm, pterm_new, div_lnl, div_lnl_p, todo, move_of,
+               brl_args, topology, lnl, lnpr, best, brl, brl_p, pterm, pterm_new, div_lnl, div_lnl_p, todo, move_of,
                log_h, moved, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target,
-               is_alpha, mparam, c0, c1):
+               is_alpha, mparam, mrows, c0, c1):
     """Each chain c0 <= c < c1: the proposal's log prior and likelihood, accept or reject, count and tune.
     `power`: the likelihood's power in the acceptance (stepping-stone's step; 1.0 in mcmc, exact then).
     Returns -1, or the first chain whose proposal has a NaN or +inf log likelihood (an error)."""
-    n_div = div_lnl.shape[0]
+    n_div, n_trees = div_lnl.shape[0], brl.shape[1]
     for c in range(c0, c1):
         m = move_of[c]
         accepted[c] = False
@@ -164,8 +194,8 @@ def decide_all(rng, heat, power, parent, kids, brlen, theta, parent_p, kids_p, b
         if math.isnan(new_lnl) or new_lnl == math.inf:
             return c
         k = moved[c]
-        new_brl = brl[c] if k >= 0 else brlens_log_prior(brl_kind, brl_args, parent_p[c], brlen_p[c], n_tips)
-        new_lnpr = new_brl + topology
+        new_lnpr = _tree_terms(c, m, k < 0, mrows, brl, brl_p, brl_kind, brl_args, parent_p, brlen_p, n_tips)
+        new_lnpr += topology
         for j in range(pterm.shape[1]):
             new_lnpr += pterm_new[c] if j == k else pterm[c, j]
         log_r = heat[c] * (power * (new_lnl - lnl[c]) + (new_lnpr - lnpr[c])) + log_h[c]
@@ -174,11 +204,15 @@ def decide_all(rng, heat, power, parent, kids, brlen, theta, parent_p, kids_p, b
             ok = math.log(uniform(rng[c])) < log_r
         accepted[c] = ok
         if ok:
-            parent[c, :] = parent_p[c, :]
-            kids[c, :, :] = kids_p[c, :, :]
-            brlen[c, :] = brlen_p[c, :]
+            for u in range(n_trees):
+                if k < 0 and mrows[m, u]:
+                    r = c * n_trees + u
+                    parent[r, :] = parent_p[r, :]
+                    kids[r, :, :] = kids_p[r, :, :]
+                    brlen[r, :] = brlen_p[r, :]
+                    brl[c, u] = brl_p[c, u]
             theta[c, :] = theta_p[c, :]
-            lnl[c], lnpr[c], brl[c] = new_lnl, new_lnpr, new_brl
+            lnl[c], lnpr[c] = new_lnl, new_lnpr
             if k >= 0:
                 pterm[c, k] = pterm_new[c]
         if lnl[c] > best[c]:           # MrBayes' maxLnL0: the state after every step, of the chain's heat

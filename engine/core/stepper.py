@@ -32,8 +32,6 @@ def unsupported(chains) -> str | None:
     first = chains[0]
     if getattr(first, "sum_parts", False):
         return "mcmc reweight (each heat rank's own pattern weights)"
-    if len(first.trees) > 1:
-        return "several trees (unlink topology)"
     for part in first.parts:
         inc = part.inc
         shared = getattr(inc, "shared", None)         # a lane of a batched instance (batch_step.LanePartition)
@@ -45,7 +43,7 @@ def unsupported(chains) -> str | None:
         why = unsupported_move(mv)
         if why:
             return why
-    if brlens_table(first.prior_fn.brlenspr, first.tree.n_tips) is None:
+    if brlens_table(first.prior_fn.brlenspr, first.trees[0].n_tips) is None:
         return "this branch-length prior"
     return None
 
@@ -64,10 +62,11 @@ class CoreStepper:
     def __init__(self, chains):
         self.chains = chains
         first = chains[0]
-        self.n_tips = first.tree.n_tips
+        self.n_trees = len(first.trees)
+        self.n_tips = first.trees[0].n_tips
         self.params, self.prior_fn = first.params, first.prior_fn
         self.layout = ParamLayout(self.params)
-        self.trees = T.ChainTrees([ch.tree for ch in chains])
+        self.trees = T.ChainTrees([tree for ch in chains for tree in ch.trees])    # chain c's tree t: row c R + t
         self.theta = np.stack([self.layout.pack(ch.values) for ch in chains])
         self.theta_p = self.theta.copy()
         self.moves = MoveTable(chains, self.layout)
@@ -76,7 +75,7 @@ class CoreStepper:
         self.ahead = None                       # group 0's next generation, proposed and launched early
         self.ahead_stale = False                # a swap handed a chain of group 0 another heat's tuning since
         self._heats = ([], 0.0, None)           # (ranks, temp, heats) of the last heats_for
-        ctx = first.ctx
+        ctx = first.ctxs[0]                # what the trees' contexts share: brlens prior, anchor, constraints
         self.lo, self.hi = brlen_bounds(ctx.brlens_prior)
         self.anchor = int(ctx.anchor)
         cset = getattr(ctx, "constraints", None)           # topology constraints: proposals that break one
@@ -84,26 +83,30 @@ class CoreStepper:
         self.threads = numba.get_num_threads()           # (also starts numba's pool)
         self.pars_threads = pars_threads(self.threads)
         self.held = False                                # numba's threads held at pars_threads (step)
-        self.pars = prepare_pars_data(ctx.pattern_masks, ctx.n_states, ctx.rate_mults, n_tips=self.n_tips,
-                                      threads=self.pars_threads)
+        self.pars = tuple(prepare_pars_data(x.pattern_masks, x.n_states, x.rate_mults, n_tips=self.n_tips,
+                                            threads=self.pars_threads) for x in first.ctxs)   # per tree: its data
         self.brl_kind, self.brl_args = brlens_table(self.prior_fn.brlenspr, self.n_tips)
-        self.topology = float(self.prior_fn.topology(self.n_tips))
+        self.topology = self._topology_terms()
         n = len(chains)
         self.lnl = np.array([ch.lnl for ch in chains])
         self.lnpr = np.array([ch.lnpr for ch in chains])
         self.best = np.array([ch.best_lnl for ch in chains])
-        self.brl = np.array([brlens_log_prior(self.brl_kind, self.brl_args, self.trees.parent[c],
-                                              self.trees.brlen[c], self.n_tips) for c in range(n)])
+        self.brl = np.array([brlens_log_prior(self.brl_kind, self.brl_args, self.trees.parent[r],
+                                              self.trees.brlen[r], self.n_tips)
+                             for r in range(n * self.n_trees)]).reshape(n, self.n_trees)
+        self.brl_p = self.brl.copy()
         self.pterm = np.array([self.prior_fn.parameters(ch.values) for ch in chains]).reshape(n, len(self.params))
         self.pterm_new = np.zeros(n)
         self.divisions = [division_for(first.parts[j].inc.shared, [ch.parts[j].inc for ch in chains])
                           for j in range(len(first.parts))]
+        self.div_tree = np.array([part.tree for part in first.parts], dtype=np.int64)
+        self.tree_views = [self.trees.of_tree(t, self.n_trees) for t in range(self.n_trees)]
         self.div_lnl = np.array([d.lnl for d in self.divisions]).reshape(len(self.divisions), n)
         self.div_lnl_p = self.div_lnl.copy()
         self.todo = np.zeros((len(self.divisions), n), dtype=np.int8)
         for j, d in enumerate(self.divisions):            # one home: the divisions see rows of these
             d.lnl, d.lnl_p, d.todo = self.div_lnl[j], self.div_lnl_p[j], self.todo[j]
-            d.refresh(self.trees)
+            d.refresh(self.view(j))
         self.touches = [[j for j, part in enumerate(first.parts) if part.division in p.divisions]
                         for p in self.params]
         self.new_q = [KIND[p.kind].form in (SIMPLEX, RATIO) for p in self.params]   # a new Q; else new rates
@@ -121,6 +124,20 @@ class CoreStepper:
         self.groups = 2 if all(isinstance(d, DeviceDivision) for d in self.divisions) else 1
         for c, ch in enumerate(chains):
             ch.attach_core(self, c)
+
+    def _topology_terms(self) -> float:
+        """The trees' topology terms summed as mbgpu.sampler.setup.Prior.total_of_trees sums them (one per
+        Tau: a tree repeating an earlier one's topology adds none)."""
+        pf = self.prior_fn
+        topo = float(pf.topology(self.n_tips))
+        for k in range(1, self.n_trees):
+            if not (pf.repeats and pf.repeats[k]):
+                topo += pf.topology(self.n_tips)
+        return float(topo)
+
+    def view(self, j: int):
+        """The trees pattern set j's likelihood lies on, one row per chain (mbgpu.core.trees.ChainTrees)."""
+        return self.tree_views[int(self.div_tree[j])]
 
     # -- one generation ------------------------------------------------------------------------
     def heats_for(self, ranks: list[list[int]], temp: float) -> np.ndarray:
@@ -220,7 +237,7 @@ class CoreStepper:
         n_param = self._propose(c0, c1)
         if n_param:
             self._plan(n_param)
-        return [d.launch(self.trees, c0, c1, str(g)) for d in self.divisions]
+        return [d.launch(self.view(j), c0, c1, str(g)) for j, d in enumerate(self.divisions)]
 
     def _propose(self, c0: int, c1: int) -> int:
         """Chains c0..c1-1 propose (step.propose_all); how many proposals are parameter moves. (On numba's
@@ -231,9 +248,10 @@ class CoreStepper:
             numba.set_num_threads(self.pars_threads)
         try:
             return int(propose_all(self.rng, t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
-                                   self.theta_p, mv.kind, mv.param, mv.cdf, mv.bounds, mv.scale, mv.alpha_factor,
-                                   mv.tuning, self.layout.off, self.n_tips, self.lo, self.hi, self.anchor, *self.cons, self.pars,
-                                   self.move_of, self.log_h, self.moved, self.todo, self.by_param, c0, c1))
+                                   self.theta_p, mv.kind, mv.param, mv.tree, mv.rows, mv.cdf, mv.bounds, mv.scale,
+                                   mv.alpha_factor, mv.tuning, self.layout.off, self.n_tips, self.lo, self.hi,
+                                   self.anchor, *self.cons, self.pars, self.move_of, self.log_h, self.moved, self.todo,
+                                   self.div_tree, self.by_param, c0, c1))
         finally:
             if held:
                 numba.set_num_threads(self.threads)
@@ -243,9 +261,9 @@ class CoreStepper:
         t, mv = self.trees, self.moves
         return (self.rng, heats, float(power), t.parent, t.kids, t.brlen, self.theta, t.parent_p, t.kids_p, t.brlen_p,
                 self.theta_p, self.n_tips, self.brl_kind, self.brl_args, self.topology, self.lnl, self.lnpr,
-                self.best, self.brl, self.pterm, self.pterm_new, self.div_lnl, self.div_lnl_p, self.todo,
+                self.best, self.brl, self.brl_p, self.pterm, self.pterm_new, self.div_lnl, self.div_lnl_p, self.todo,
                 self.move_of, self.log_h, self.moved, self.accepted, tunefreq, autotune, mv.counts, mv.last_rate,
-                mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha, mv.param)
+                mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha, mv.param, mv.rows)
 
     def _decide(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int, power: float) -> None:
         """Chains c0..c1-1 accept or reject (step.decide_all); a proposal whose log likelihood is not a
@@ -292,8 +310,9 @@ class CoreStepper:
 
     # -- the chain objects' view ------------------------------------------------------------------
     def export(self, c: int, ch) -> None:
-        """Chain c's tree, values, partition lnLs, moves and random state into its chain object."""
-        ch.set_state(T.from_arrays(self.n_tips, self.trees.parent[c], self.trees.brlen[c]),
+        """Chain c's trees, values, partition lnLs, moves and random state into its chain object."""
+        rows = range(c * self.n_trees, (c + 1) * self.n_trees)
+        ch.set_state([T.from_arrays(self.n_tips, self.trees.parent[r], self.trees.brlen[r]) for r in rows],
                      self.layout.unpack(self.theta[c]))
         for j, part in enumerate(ch.parts):
             part.inc.lnl = float(self.div_lnl[j, c])

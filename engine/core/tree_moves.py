@@ -1,4 +1,4 @@
-"""Compiled topology moves of unrooted trees: NNI(Tau,V), ExtSPR(Tau,V), ExtTBR(Tau,V).
+"""Compiled topology moves of unrooted trees: NNI(Tau,V), MultNNI(Tau,V...), ExtSPR(Tau,V), ExtTBR(Tau,V).
 
 Ports of mbgpu.moves.nni, mbgpu.moves.spr and mbgpu.moves.tbr (MrBayes Move_NNI, Move_ExtSPR,
 Move_ExtTBR) with the graph helpers of mbgpu.moves.graph, acting on one chain's node arrays
@@ -27,6 +27,7 @@ import numpy as np
 
 from mbgpu.core.rng import uniform
 from mbgpu.core.branch_moves import multiply
+from mbgpu.core.trees import sort_kids
 from mbgpu.jit import JIT_OPTIONS
 
 EXT_SPR_TUNING = np.array([0.5, 0.098])     # (p_ext, lambda) of ExtSPR(Tau,V), as mbgpu.moves.spr
@@ -47,10 +48,39 @@ def nni(parent, kids, brlen, n_tips, s):
     two children, drawn 50/50, is swapped with the lowest-numbered of v's other neighbours; subtrees
     keep their branches (when that neighbour is v's parent, u and v change places on the path: u
     takes v's old branch, v u's). log Hastings = 0; aborted (-inf) below 4 taxa."""
+    u, v, a, c = nni_draw(parent, kids, n_tips, s)
+    if u < 0:
+        return -math.inf
+    nni_swap(parent, kids, brlen, u, v, a, c)
+    return 0.0
+
+
+@numba.njit(**JIT_OPTIONS)
+def mult_nni(parent, kids, brlen, n_tips, s, r0, rows):
+    """MultNNI(Tau,V...) (mbgpu.moves.nni.MultNNI): one NNI drawn on the first tree t with rows[t] (row
+    r0 + t of these arrays) and applied to every such tree, each keeping its own branch lengths (the
+    trees share one topology and node ids). log Hastings = 0; aborted (-inf) below 4 taxa."""
+    first = 0
+    while not rows[first]:
+        first += 1
+    u, v, a, c = nni_draw(parent[r0 + first], kids[r0 + first], n_tips, s)
+    if u < 0:
+        return -math.inf
+    for t in range(rows.shape[0]):
+        if rows[t]:
+            nni_swap(parent[r0 + t], kids[r0 + t], brlen[r0 + t], u, v, a, c)
+            sort_kids(kids[r0 + t])
+    return 0.0
+
+
+@numba.njit(**JIT_OPTIONS)
+def nni_draw(parent, kids, n_tips, s):
+    """NNI's draw (u, v, a, c): the branch u-v and the subtrees a (u's child) and c (v's other neighbour)
+    it exchanges (kids in increasing order, as states keep them); u = -1 below 4 taxa (no draw)."""
     n_nodes = parent.shape[0]
     count = n_nodes - n_tips - 1                  # internal branches
     if count < 1:
-        return -math.inf
+        return -1, -1, -1, -1
     root = 0
     for v in range(n_tips, n_nodes):
         if parent[v] < 0:
@@ -76,6 +106,12 @@ def nni(parent, kids, brlen, n_tips, s):
         k = kids[v, j]
         if k >= 0 and k != u and (c < 0 or k < c):
             c = k
+    return u, v, a, c
+
+
+@numba.njit(**JIT_OPTIONS)
+def nni_swap(parent, kids, brlen, u, v, a, c):
+    """Exchange subtrees a and c of nni_draw in place (mbgpu.moves.nni.swapped)."""
     parent[a] = v
     if parent[c] == v:                            # c a child of v: exchange a and c
         parent[c] = u
@@ -88,7 +124,6 @@ def nni(parent, kids, brlen, n_tips, s):
         _replace_kid(kids, c, v, u)
         _replace_kid(kids, u, a, v)
         _replace_kid(kids, v, u, a)
-    return 0.0
 
 
 # ---------------------------------------------------------------------- the undirected view (graph.py)

@@ -29,14 +29,27 @@ def from_arrays(n_tips: int, parent: np.ndarray, brlen: np.ndarray) -> Tree:
 
 
 class ChainTrees:
-    """Every chain's tree as arrays (chain, node), current and proposed (`_p`)."""
+    """Every chain's tree as arrays (row, node), current and proposed (`_p`): one row per chain, or with
+    R trees per chain (`unlink topology`) chain c's tree t in row c R + t."""
 
     def __init__(self, trees):
+        if trees is None:                    # of_tree's view
+            return
         got = [to_arrays(t) for t in trees]
         self.parent = np.stack([g[0] for g in got])
         self.kids = np.stack([g[1] for g in got])
         self.brlen = np.stack([g[2] for g in got])
         self.parent_p, self.kids_p, self.brlen_p = self.parent.copy(), self.kids.copy(), self.brlen.copy()
+
+    def of_tree(self, t: int, n_trees: int) -> "ChainTrees":
+        """Tree t of every chain of R = n_trees, one row per chain: views of these arrays (itself when R
+        is 1), what a pattern set on tree t computes from."""
+        if n_trees == 1:
+            return self
+        view = ChainTrees(None)
+        for name in ("parent", "kids", "brlen", "parent_p", "kids_p", "brlen_p"):
+            setattr(view, name, getattr(self, name)[t::n_trees])
+        return view
 
 
 @numba.njit(**JIT_OPTIONS)

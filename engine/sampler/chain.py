@@ -77,8 +77,9 @@ class Chain:
             stepper, slot = self._core
             stepper.export(slot, self)
 
-    def set_state(self, tree: Tree, values: list) -> None:
-        self._trees, self._values = [tree], values
+    def set_state(self, trees: list[Tree], values: list) -> None:
+        """The chain's trees and values as the compiled core holds them (its export)."""
+        self._trees, self._values = trees, values
 
     @property
     def trees(self) -> list[Tree]:

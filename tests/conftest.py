@@ -119,13 +119,13 @@ def sampler_path(monkeypatch):
     """`sampler_path("chain")`: the chains built in this test (mbgpu.sampler.setup.build_runs) take the
     per-chain likelihood path (IncrementalPartition, one instance per chain), the reference the batched
     path is compared with; "batched" is what runs always take."""
-    import functools
-
     import mbgpu.sampler.setup as setup
     from mbgpu.sampler.batch_step import PartFactory
 
     def use(mode: str) -> None:
-        monkeypatch.setattr(setup, "PartFactory", functools.partial(PartFactory, mode=mode))
+        def make(factory, n_tips: int, n_lanes: int, asked: str = "batched"):
+            return PartFactory(factory, n_tips, n_lanes, mode if asked == "batched" else asked)  # reweight: "chain"
+        monkeypatch.setattr(setup, "PartFactory", make)
     return use
 
 

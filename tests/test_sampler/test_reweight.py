@@ -18,6 +18,7 @@ from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.reweight import Reweighting, draw, scheme
 from mbgpu.sampler.setup import build_runs
 from tests.conftest import TEST_DATA
+from tests.test_sampler.test_unlinked_trees import _split_freqs
 
 RUN = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes seed=5 swapseed=7;\nexecute primates.nex;\n"
        "lset nst=2;\nmcmc ngen=%d nruns=%d nchains=4 reweight=%s samplefreq=%d printfreq=%d diagnfreq=%d "
@@ -204,18 +205,6 @@ def _swap_rates(screen: str, run: int) -> list[float]:
     i = next(k for k, ln in enumerate(lines) if ln.strip() == "Chain swap information for run %d:" % run)
     rows = [ln.split("|")[1].split() for ln in lines[i + 4:i + 8]]
     return [float(x) for k, row in enumerate(rows) for x in row[k:]]
-
-
-def _split_freqs(tfile, burnin: float = 0.25) -> dict:
-    from tests.test_sampler.test_unlinked_trees import _clades
-
-    trees = [ln.split("=", 1)[1] for ln in tfile.read_text().splitlines() if ln.strip().startswith("tree gen.")]
-    kept = trees[int(len(trees) * burnin):]
-    counts: dict = {}
-    for t in kept:
-        for c in _clades(t):
-            counts[c] = counts.get(c, 0) + 1
-    return {c: k / len(kept) for c, k in counts.items()}
 
 
 @pytest.mark.slow

@@ -57,7 +57,7 @@ def _run(folder, text, monkeypatch, mpi: bool) -> str:
     if mpi:
         monkeypatch.setattr(devices, "local_comm", lambda comm: comm)
         monkeypatch.setattr(devices, "share_cores", lambda n: n)
-        monkeypatch.setattr(run_driver, "placement", lambda s: MpiPlacement(OneRank(), s))
+        monkeypatch.setattr(run_driver, "placement", lambda s, ss=None: MpiPlacement(OneRank(), s))
     folder.mkdir(parents=True, exist_ok=True)
     monkeypatch.chdir(folder)
     (folder / "run.nex").write_text(text)

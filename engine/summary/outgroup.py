@@ -50,9 +50,10 @@ def remember_outgroup(settings) -> None:
         settings.sumt_outgroup = 0 if og in deleted else og - sum(1 for d in deleted if d < og)
 
 
-def _nodes(topology, edges) -> tuple[_Node, dict[int, _Node]]:
-    """The written tree as linked nodes (children in file order) with the file's branch lengths;
-    `edges` are (taxa below, length) in the file's postorder, as parse_newick gives them."""
+def linked_nodes(topology, edges) -> tuple[_Node, dict[int, _Node]]:
+    """The written tree as linked nodes (children in file order) with the file's branch lengths, and its
+    tips by taxon in the file's order; `edges` are (taxa below, length) in the file's postorder, as
+    parse_newick gives them. Also prune.py's."""
     stack: list[_Node] = []
     tips: dict[int, _Node] = {}
     walk = postorder(topology, lambda v: v if isinstance(v, tuple) else ())
@@ -93,7 +94,7 @@ def hung_edges(topology, edges, root_taxon: int) -> list[tuple[int, float]]:
     `root_taxon` as DoSumtTree does it. A root of other than three children is left as written, its
     splits keyed by their side without `root_taxon`, as mbgpu read them before (MrBayes leaves a
     root of two alone and stops on one of more than three)."""
-    root, tips = _nodes(topology, edges)
+    root, tips = linked_nodes(topology, edges)
     if len(root.kids) != 3 or root_taxon not in tips:
         full, og = (1 << len(tips)) - 1, 1 << root_taxon
         return [(b ^ full if b & og and b != og and b != full else b, length) for b, length in edges]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from mbgpu.errors import InputFileError, Location
 from mbgpu.output.tfile import TFile, TreeSample
+from mbgpu.summary.outgroup import linked_nodes
 
 
 def deleted_names(settings, taxa: list[str]) -> list[str]:
@@ -53,18 +54,10 @@ def pruned_lines(drop: list[str]) -> list[str]:
     return lines + [cur, ""]
 
 
-class _Node:
-    __slots__ = ("kids", "length", "parent", "tip")
-
-    def __init__(self, length: float, tip: int = -1):
-        self.kids: list[_Node] = []
-        self.length, self.parent, self.tip = length, None, tip
-
-
 def _pruned(tree: TreeSample, drop: set[int], renumber: dict[int, int]) -> TreeSample:
     """One tree without the tips `drop`, cut one at a time in the tree's downpass order as MrBayes'
     PrunePolyTree does (the order decides how joined branch lengths are added), tips renumbered."""
-    root, tips = _nodes(tree)
+    root, tips = linked_nodes(tree.topology, tree.lengths["edges"])
     for t in [t for t in tips if t in drop]:          # tips in the order the file lists them
         root = _cut(tips[t], root, tree.rooted)
     out: list[tuple[int, float]] = []
@@ -72,45 +65,27 @@ def _pruned(tree: TreeSample, drop: set[int], renumber: dict[int, int]) -> TreeS
     return TreeSample(tree.name, tree.rooted, topo, dict(edges=out))
 
 
-def _nodes(tree: TreeSample) -> tuple[_Node, dict[int, _Node]]:
-    """Linked nodes of the written tree; the edges are in parse_newick's postorder."""
-    edges, tips = iter(tree.lengths["edges"]), {}
-
-    def build(v) -> _Node:
-        if isinstance(v, tuple):
-            kids = [build(c) for c in v]
-            node = _Node(next(edges)[1])
-            for k in kids:
-                k.parent = node
-            node.kids = kids
-            return node
-        tips[v] = _Node(next(edges)[1], v)
-        return tips[v]
-
-    return build(tree.topology), tips
-
-
-def _cut(tip: _Node, root: _Node, rooted: bool) -> _Node:
+def _cut(tip, root, rooted: bool):
     """Remove one tip; a node left with one child is replaced by it (the child's branch plus the
     node's), an unrooted basal node left with two children takes an internal child's children."""
-    parent = tip.parent
+    parent = tip.anc
     parent.kids.remove(tip)
     if parent is root:
         if len(root.kids) == 1 and root.kids[0].kids:
             root = root.kids[0]
-            root.parent = None
+            root.anc = None
         elif not rooted and len(root.kids) == 2:
             _trifurcate(root)
         return root
     if len(parent.kids) == 1:
-        child, up = parent.kids[0], parent.parent
+        child, up = parent.kids[0], parent.anc
         child.length = child.length + parent.length
-        child.parent = up
+        child.anc = up
         up.kids[up.kids.index(parent)] = child
     return root
 
 
-def _trifurcate(root: _Node) -> None:
+def _trifurcate(root) -> None:
     """An unrooted tree's basal node with two children: the first internal child's children take its
     place, followed by the other child, whose branch gets the internal child's added."""
     a, b = root.kids
@@ -120,13 +95,13 @@ def _trifurcate(root: _Node) -> None:
         return                                           # two tips: nothing to dissolve
     b.length = b.length + a.length
     for k in a.kids:
-        k.parent = root
+        k.anc = root
     root.kids = a.kids + [b]
 
 
-def _rebuild(node: _Node, renumber: dict[int, int], out: list) -> tuple[object, int]:
+def _rebuild(node, renumber: dict[int, int], out: list) -> tuple[object, int]:
     """Nested tuples and (bits, length) in postorder, as parse_newick gives them."""
-    if not node.kids:
+    if node.tip is not None:
         tip = renumber[node.tip]
         out.append((1 << tip, node.length))
         return tip, 1 << tip

@@ -68,7 +68,7 @@ def linked_nodes(topology, edges) -> tuple[_Node, dict[int, _Node]]:
     return stack[0], tips
 
 
-def _move_root(root: _Node, target: _Node) -> _Node:
+def move_root(root: _Node, target: _Node) -> _Node:
     """MovePolyCalculationRoot: walk the root down to the target's neighbour, each old root becoming the
     last child of the node below it (taking that node's branch length), then put the target last."""
     q = target
@@ -98,7 +98,7 @@ def hung_edges(topology, edges, root_taxon: int) -> list[tuple[int, float]]:
     if len(root.kids) != 3 or root_taxon not in tips:
         full, og = (1 << len(tips)) - 1, 1 << root_taxon
         return [(b ^ full if b & og and b != og and b != full else b, length) for b, length in edges]
-    root = _move_root(root, tips[root_taxon])
+    root = move_root(root, tips[root_taxon])
     bits: dict[int, int] = {}
     out = []
     for v in postorder(root, lambda v: v.kids):

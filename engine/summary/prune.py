@@ -1,6 +1,8 @@
 """`sumt` after `delete`: the trees read are pruned to the included taxa, as MrBayes 3.2.7a prunes them.
 
-A deleted taxon's tip is cut off; a node left with one child joins its two branches (lengths added);
+DoSumtTree first hangs each tree at its `localOutGroup` (MovePolyCalculationRoot) and only then prunes,
+so that number, an index among the included taxa, picks a tip of the full tree (the outgroup only when no
+deleted taxon precedes it); the pruned tree is counted as it stands. A deleted taxon's tip is cut off; a node left with one child joins its two branches (lengths added);
 an unrooted tree whose basal node is left with two children gets a basal trifurcation again (the two
 branches to the root become one). The splits, consensus and tree probabilities are then those of the
 pruned trees over the remaining taxa, numbered in the file's order, and the screen names the pruned
@@ -11,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from mbgpu.errors import InputFileError, Location
 from mbgpu.output.tfile import TFile, TreeSample
-from mbgpu.summary.outgroup import linked_nodes
+from mbgpu.summary.outgroup import linked_nodes, move_root
 
 
 def deleted_names(settings, taxa: list[str]) -> list[str]:
@@ -24,8 +26,9 @@ def deleted_names(settings, taxa: list[str]) -> list[str]:
     return [t for t in taxa if t in gone]
 
 
-def pruned_files(files: list[TFile], drop: list[str]) -> list[TFile]:
-    """Every file's taxa and trees without the taxa `drop`."""
+def pruned_files(files: list[TFile], drop: list[str], hangs=lambda run, k: None) -> list[TFile]:
+    """Every file's taxa and trees without the taxa `drop`; an unrooted tree k of run r is first hung at
+    the taxon numbered hangs(r, k) in the file (None: as written)."""
     if not drop:
         return files
     taxa = files[0].taxa
@@ -34,7 +37,8 @@ def pruned_files(files: list[TFile], drop: list[str]) -> list[TFile]:
     gone = {taxa.index(t) for t in drop}
     renumber = {old: new for new, old in enumerate(i for i in range(len(taxa)) if i not in gone)}
     return [dataclasses.replace(f, taxa=[t for t in f.taxa if t not in drop],
-                                trees=[_pruned(t, gone, renumber) for t in f.trees]) for f in files]
+                                trees=[_pruned(t, gone, renumber, hangs(r, k)) for k, t in enumerate(f.trees)])
+            for r, f in enumerate(files)]
 
 
 def pruned_lines(drop: list[str]) -> list[str]:
@@ -54,10 +58,13 @@ def pruned_lines(drop: list[str]) -> list[str]:
     return lines + [cur, ""]
 
 
-def _pruned(tree: TreeSample, drop: set[int], renumber: dict[int, int]) -> TreeSample:
+def _pruned(tree: TreeSample, drop: set[int], renumber: dict[int, int], hang: int | None) -> TreeSample:
     """One tree without the tips `drop`, cut one at a time in the tree's downpass order as MrBayes'
-    PrunePolyTree does (the order decides how joined branch lengths are added), tips renumbered."""
+    PrunePolyTree does (the order decides how joined branch lengths are added), tips renumbered; an
+    unrooted tree with a three-way root is first hung at taxon `hang`."""
     root, tips = linked_nodes(tree.topology, tree.lengths["edges"])
+    if hang is not None and not tree.rooted and len(root.kids) == 3 and hang in tips:
+        root = move_root(root, tips[hang])
     for t in [t for t in tips if t in drop]:          # tips in the order the file lists them
         root = _cut(tips[t], root, tree.rooted)
     out: list[tuple[int, float]] = []

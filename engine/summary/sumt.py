@@ -135,13 +135,14 @@ def _load(stem: str, params):
     return burnin, files, drop
 
 
-def _count(files, drop, n_taxa, trees: bool, roots: tuple[int, int] = (0, 0)):
+def _count(files, drop, n_taxa, trees: bool, roots: tuple[int, int] | None = (0, 0)):
     """Split BST over the post-burn-in trees of all runs, and (`trees`) MrBayes' counter of topologies;
-    unrooted trees hung at `roots` = (outgroup, where the first tree of run 1 hangs: outgroup.py)."""
+    unrooted trees hung at `roots` = (outgroup, where the first tree of run 1 hangs: outgroup.py), or (None)
+    counted as they stand (pruned trees, hung before pruning: prune.py)."""
     nruns, root, topo, packed = len(files), None, TreeCounter(), {}
     for r, f in enumerate(files):
         for k, t in enumerate(f.trees[drop:]):
-            edges = t.lengths["edges"] if t.rooted else \
+            edges = t.lengths["edges"] if t.rooted or roots is None else \
                 hung_edges(t.topology, t.lengths["edges"], roots[1] if r == k == 0 else roots[0])
             root = _tree_parts(t.topology, root, r, nruns, n_taxa, edges)
             if trees:
@@ -188,7 +189,8 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int
     burnin, files, drop = _load(tree.stem, params)
     pruned = deleted_names(settings, files[0].taxa)
     numbers = [i for i, t in enumerate(files[0].taxa) if t not in pruned]      # as drawn: the file's numbers
-    files = pruned_files(files, pruned)
+    og_now = outgroup_index(settings, [t for t in files[0].taxa if t not in pruned])
+    files = pruned_files(files, pruned, lambda r, k: stale if r == 0 and k == drop and stale is not None else og_now)
     out = tree.out
     taxa = files[0].taxa
     og = outgroup_index(settings, taxa)
@@ -199,7 +201,7 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int
                         (("Calctreeprobs", "Yes"), ("Showtreeprobs", "No"), ("Savebrparams", "No")))
     if save:
         _check_brparams(files)
-    root, topo = _count(files, drop, n, calc, (og, og if stale is None else stale))
+    root, topo = _count(files, drop, n, calc, None if pruned else (og, og if stale is None else stale))
     parts = _preorder(root)
     min_count = minpart * (sampled // nruns)
     n_print = len(parts)

@@ -85,6 +85,9 @@ _CASES = {   # name: (block, the .t files' stems, data files)
     "prune-outgroup": (" execute primates.nex;\n outgroup 4; delete 1 3 4 7 9 11; sumt filename=r contype=allcompat;",
                        "r"),
     "prune-root-neighbours": (" execute primates.nex;\n delete 1 12; sumt filename=r savebrparams=yes;", "r"),
+    "prune-basal-pair": (" execute primates.nex;\n delete 1 2; sumt filename=r;", "r"),
+    "prune-hung-before": (" execute primates.nex;\n outgroup 5; delete 1; sumt filename=r outputname=a;\n outgroup 12;"
+                          " delete 2; sumt filename=r outputname=b contype=allcompat;", "r"),
     "prune-cynmix": (" execute cynmix.nex;\n delete 2 5-9 30; sumt filename=c;", "c", ("cynmix.nex",)),
     "cynmix": (" execute cynmix.nex;\n outgroup 20; sumt filename=c outputname=a contype=allcompat;\n"
                " sumt filename=c outputname=b;", "c", ("cynmix.nex",)),

@@ -17,8 +17,10 @@ from mbgpu.models.spec import MAX_ORDERED_STATES
 from mbgpu.patterns import standard_state_counts
 
 CTYPES = ("Unordered", "Ordered", "Dollo", "Irreversible")
-# why the other two are refused: MrBayes 3.2.7a stops at the next lset ("Irreversible model not yet
-# supported") and computes lnL = -nan for dollo characters (both measured with mb-double)
+# why the other two are refused (measured with mb-double, 2026-11-27): MrBayes 3.2.7a has no model for them.
+# With an lset after the ctype it stops ("Irreversible model not yet supported") or computes lnL = -nan
+# (dollo); without one it runs either type alone as unordered (the same Gen-0 lnL) and the two together
+# with a third, different lnL. Accepting them would copy a bug, not a model.
 _REFUSED = {"Dollo": "MrBayes 3.2.7a computes no likelihood for them",
             "Irreversible": "MrBayes 3.2.7a refuses them at the next lset"}
 

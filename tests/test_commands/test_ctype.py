@@ -81,6 +81,20 @@ def test_dollo_and_irreversible_refused(kind, tmp_path):
         _session(tmp_path, "ctype %s: 1-3;" % kind)
 
 
+@pytest.mark.parametrize("kind, says", [("irreversible", "Irreversible model not yet supported"),
+                                        ("dollo", "Chain 1 -- -nan")])
+def test_mrbayes_has_no_model_for_dollo_and_irreversible(kind, says, mb_double, tmp_path):
+    """Why mbgpu refuses them: once the model takes the ctype in (an lset after it), MrBayes 3.2.7a stops at
+    irreversible characters and computes no likelihood (-nan) for dollo ones."""
+    (tmp_path / "data.nex").write_text(_cynmix())
+    (tmp_path / "cmd.nex").write_text(
+        "#NEXUS\nbegin mrbayes;\n set autoclose=yes nowarn=yes seed=1 swapseed=1;\n execute data.nex;\n "
+        + PART + "\n ctype %s: 1-30;\n lset applyto=(1) coding=variable;\n"
+        " mcmc ngen=1 nruns=1 nchains=1 printfreq=1 samplefreq=1 diagnfreq=1 file=x;\nend;\n" % kind)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert says in done.stdout
+
+
 def test_usertree_refused_with_mrbayes_reason(tmp_path):
     with pytest.raises(CommandError, match="usertree command deprecated.*startvals"):
         _session(tmp_path, "usertree = (1,2,(3,4));")

@@ -20,6 +20,7 @@ import numpy as np
 
 from mbgpu.commands.params import PriorValue
 from mbgpu.errors import NotImplementedYet
+from mbgpu.output import report_formats
 from mbgpu.param_kinds import KIND, MULTIPLIERS, PARAMS, RATIO, SIMPLEX
 
 _TOL = 1e-5     # MrBayes' AreDoublesEqual tolerance in IsModelSame
@@ -319,12 +320,16 @@ def _check_fixed_frequencies(settings, group: tuple[int, ...]) -> None:
            spec))
 
 
-def parameter_values(params: list[FreeParameter], values: list | None = None) -> list[float]:
-    """Values in column order (revmat and state frequencies sum to 1; kappa as k)."""
+def parameter_values(params: list[FreeParameter], values: list | None = None, formats=None) -> list[float]:
+    """Values in column order (revmat and state frequencies sum to 1; kappa as k), or in the `report`
+    format of each parameter where `formats` (mbgpu.output.report_formats.formats) names one."""
     out: list[float] = []
-    for p, v in zip(params, values if values is not None else [p.value for p in params]):
+    formats = formats or [None] * len(params)
+    for p, v, fmt in zip(params, values if values is not None else [p.value for p in params], formats):
         v = np.asarray(v, dtype=np.float64)
-        if KIND[p.kind].form == SIMPLEX:
+        if fmt is not None:
+            v = report_formats.values(p.kind, fmt, v)
+        elif KIND[p.kind].form == SIMPLEX:
             v = v / v.sum()
         elif KIND[p.kind].form == RATIO:
             v = np.array([v[0] / v[1]])

@@ -224,11 +224,14 @@ _LINKABLE = ("Tratio", "Revmat", "Omega", "Statefreq", "Shape", "Pinvar", "Corre
 
 
 def _report() -> list[Param]:
-    no = ()  # mbgpu reports parameters as MrBayes' defaults do; possel and siteomega need codon models
+    no = ()  # possel and siteomega need codon models; MrBayes 3.2.7a crashes (SIGSEGV) at tree=topology
     return [Divisions("Applyto", "all", "divisions"),
-            Choice("Tratio", "Ratio", "", ("Ratio", "Dirichlet"), supported=no),
-            Choice("Revmat", "Dirichlet", "", ("Ratio", "Dirichlet"), supported=no),
-            Choice("Ratemult", "Scaled", "", ("Scaled", "Ratio", "Dirichlet"), supported=no),
+            Choice("Tratio", "Ratio", "kappa as k (ratio) or as ti tv = k/(1+k), 1/(1+k) (dirichlet)",
+                   ("Ratio", "Dirichlet")),
+            Choice("Revmat", "Dirichlet", "rates summing to 1 (dirichlet) or over r(G<->T) (ratio)",
+                   ("Ratio", "Dirichlet")),
+            Choice("Ratemult", "Scaled", "multipliers as sampled (scaled), over the first (ratio) or over "
+                   "their sum (dirichlet)", ("Scaled", "Ratio", "Dirichlet")),
             Choice("Tree", "Brlens", "", ("Brlens", "Topology"), supported=no),
             YesNo("Ancstates", "No", "ancestral states of the constrained nodes (.p columns p(X){site@name})"),
             YesNo("Siterates", "No", "posterior mean rate of every site (.p columns r(site))"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mbgpu.datatypes import DNA
+from mbgpu.output import report_formats
 from mbgpu.param_kinds import KIND, MULTIPLIERS, PARAMS, TREE
 from mbgpu.parameters import is_free, link_groups
 
@@ -50,12 +51,13 @@ def pfile_columns(settings, params) -> list[str]:
     n = len(settings.divisions)
     trees = tree_groups(settings)
     cols = ["TL" + trees.suffix(k) for k in range(len(trees))]
-    for p in params:
+    for p, fmt in zip(params, report_formats.formats(settings, params)):
         if KIND[p.kind].form == MULTIPLIERS:
             cols += [KIND[p.kind].column % d for d in p.divisions]
         else:
             datatype = settings.divisions[p.divisions[0] - 1].datatype
-            cols += [lab + part_suffix(p.divisions, n) for lab in labels(p.kind, datatype)]
+            names = report_formats.labels(p.kind, fmt, labels(p.kind, datatype))
+            cols += [lab + part_suffix(p.divisions, n) for lab in names]
     return cols
 
 

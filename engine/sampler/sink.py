@@ -13,6 +13,7 @@ from mbgpu.output.site_reports import SiteReports
 from mbgpu.output.mcmcfile import McmcFileWriter
 from mbgpu.output.pfile import PFileWriter
 from mbgpu.output.tfile import TFileWriter, newick_of
+from mbgpu.output import report_formats
 from mbgpu.output.paramnames import pfile_columns
 from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import parameter_values
@@ -63,6 +64,7 @@ class FileSink:
         self.trees = tree_groups(settings)
         self.paths = run_paths(stem, n, self.trees)
         self.reports = site_reports(settings, params)
+        self.formats = report_formats.formats(settings, params)
         cols = pfile_columns(settings, params) + (self.reports.columns if self.reports is not None else [])
         mode, head = ("a", False) if append else ("w", True)
         self.files, self.p, self.t = [], [], []     # self.t: each run's writers, one per tree
@@ -97,7 +99,7 @@ class FileSink:
         for r in range(self.opts.nruns):
             c = mc3.cold(r)
             trees = c.trees
-            values = [t.total_length() for t in trees] + parameter_values(self.params, c.values)
+            values = [t.total_length() for t in trees] + parameter_values(self.params, c.values, self.formats)
             if self.reports is not None:
                 values += self.reports.values(lambda d: trees[self.trees.of_division(d)], c.values)
             if not all(math.isfinite(v) for v in values + [c.lnl, c.lnpr]):

@@ -90,6 +90,9 @@ EVIDENCE = {
     ("log", "Replace"): "test_commands/test_command_table.py::test_log_start_stop_append_replace",
     ("report", "Applyto"): "test_output/test_site_reports.py::test_standard_data_columns_like_mrbayes",
     ("report", "Ancstates"): "test_output/test_site_reports.py::test_ancestral_states_like_mrbayes",
+    ("report", "Tratio"): "test_output/test_report_formats.py::test_formats_convert_mrbayes_samples_as_mrbayes_writes_them",
+    ("report", "Revmat"): "test_output/test_report_formats.py::test_formats_convert_mrbayes_samples_as_mrbayes_writes_them",
+    ("report", "Ratemult"): "test_output/test_report_formats.py::test_header_and_gen0_like_mrbayes",
     ("report", "Siterates"): "test_output/test_site_reports.py::test_site_rates_are_posterior_mean_rates",
 }
 for _p in ("Tratio", "Revmat", "Statefreq", "Shape", "Pinvar", "Ratemultiplier"):

@@ -2,7 +2,7 @@
 fixed equal frequencies, so LnPr holds only the clock terms) for cases the plan could not reproduce
 (interior and tip calibrations under the uniform prior, TK02) and cases it did not run (treeagepr
 families, coalescent growth, a clock rate other than 1, locked but undated constraints, sampled
-ancestors), and the text
+ancestors, fossil tips, ploidy), and the text
 MrBayes echoes for each distribution."""
 from __future__ import annotations
 
@@ -60,9 +60,9 @@ def _rates(newick, model, var):
     return fn(parent, depth, np.ones(parent.size), var)
 
 
-def _coal(newick, popsize, rate=1.0, growth=0.0):
+def _coal(newick, popsize, rate=1.0, growth=0.0, ploidy="diploid"):
     parent, depth, n = arrays(newick)
-    return tp.ln_coalescent(parent, depth, n, tp.coalescent_theta(popsize, rate), growth)
+    return tp.ln_coalescent(parent, depth, n, tp.coalescent_theta(popsize, rate, ploidy), growth)
 
 
 def _fbd(newick, sample_prob, strategy):
@@ -74,6 +74,16 @@ def _fbd(newick, sample_prob, strategy):
 SAMPLED_ANCESTOR = T4.replace("Lemur_catta:0.5", "Lemur_catta:0.0")     # Lemur on a zero-length branch
 FOSSILS = ("prset brlenspr=clock:fossilization nodeagepr=calibrated; "
            "calibrate Tarsius_syrichta=fixed(0.1) Lemur_catta=fixed(0.55);")
+
+
+FOSSIL_TIPS = ("prset brlenspr=clock:fossilization nodeagepr=calibrated samplestrat=fossiltip; "
+               "calibrate Tarsius_syrichta=fixed(0.2) Lemur_catta=fixed(0.05);")
+
+
+def _fossil_tips(d, r, s, rho, start_priors):
+    parent, depth, n = arrays(T5)
+    return (fbd.ln_fossilized_bd(parent, depth, n, 1.0, d, r, s, rho, tp.FOSSILTIP, *GAMMA11, False)
+            + (math.log(10) - 1 if start_priors else 0.0))
 
 
 def _bd(newick, rate):
@@ -112,6 +122,14 @@ CASES = {
     "fbd_sampled_ancestor": (FOSSILS, SAMPLED_ANCESTOR, lambda: _fbd(SAMPLED_ANCESTOR, 1.0, tp.RANDOM)),
     "fbd_diversity_sampled_ancestor": (FOSSILS + " prset samplestrat=diversity sampleprob=0.5;", SAMPLED_ANCESTOR,
                                        lambda: _fbd(SAMPLED_ANCESTOR, 0.5, tp.DIVERSITY)),
+    "fbd_fossiltip": (FOSSIL_TIPS, T5, lambda: _fossil_tips(0.1, 0.9, 0.1, 1.0, True)),
+    "fbd_fossiltip_fixed_rates": (FOSSIL_TIPS + " prset sampleprob=0.3 speciationpr=fixed(0.5) "
+                                  "extinctionpr=fixed(0.3) fossilizationpr=fixed(0.2);", T5,
+                                  lambda: _fossil_tips(0.5, 0.3, 0.2, 0.3, False)),
+    "coal_haploid": ("lset ploidy=haploid; prset brlenspr=clock:coalescence popsizepr=fixed(0.5);", T1,
+                     lambda: _coal(T1, 0.5, ploidy="haploid")),
+    "coal_zlinked": ("lset ploidy=zlinked; prset brlenspr=clock:coalescence popsizepr=fixed(0.5);", T1,
+                     lambda: _coal(T1, 0.5, ploidy="zlinked")),
     "coal_growth": ("prset brlenspr=clock:coalescence popsizepr=fixed(0.5) growthpr=fixed(2);", T1,
                     lambda: _coal(T1, 0.5, growth=2.0)),
     "coal_clockrate": ("prset brlenspr=clock:coalescence popsizepr=fixed(0.5) clockratepr=fixed(0.5);", T1,

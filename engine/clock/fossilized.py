@@ -1,10 +1,11 @@
 """The fossilized birth-death tree prior of MrBayes 3.2.7a (LnFossilizedBDPriorRandom / Diversity /
-FossilTip in mcmc.c) without rate shifts (`prset fossilsamplingtime` etc. are not modelled here).
+FossilTip in mcmc.c), with fossil-sampling rate shifts (`prset samplestrat=random s: t_1 ... t_s`; the
+birth and death rate shifts of the C code have no command in 3.2.7a and are not modelled).
 
 Parameters as MrBayes samples them: d = net_speciation, r = relative_extinction, s = relative_fossilization,
 ρ = sampleprob. Random and diversity: λ = d/(1-r), μ = rλ, ψ = μs/(1-s); fossiltip: λ = d/(1-r),
 μ = λr(1-s), ψ = λrs. Fossil tips are tips deeper than 0; a sampled ancestor is a tip on a zero-length
-branch (MrBayes' internal node with a zero-length child). Slices: random has one (t_f = {0}); diversity
+branch (MrBayes' internal node with a zero-length child). Slices: t_f = shift times then 0; diversity
 adds MrBayes' cut at 0.95 x the youngest fossil or bifurcation, below which ψ = 0 and ρ = 1.
 """
 from __future__ import annotations
@@ -59,27 +60,41 @@ def _slices(t_f, tmrca, lam, mu, psi, rho):
 
 
 def ln_fossilized_bd(parent, depth, n_tips, clock_rate, net_speciation, relative_extinction,
-                     relative_fossilization, sample_prob, strategy, age_kind, age_p, root_dated) -> float:
-    """clock:fossilization log prior for samplestrat random, diversity or fossiltip (no rate shifts)."""
+                     fossilization, sample_prob, strategy, age_kind, age_p, root_dated,
+                     shift_times=np.zeros(0)) -> float:
+    """clock:fossilization log prior for samplestrat random, diversity or fossiltip. `fossilization`
+    holds relative_fossilization per fossil-sampling interval, oldest first (s+1 values for the s
+    `samplestrat=random s: t_1 ... t_s` shift times, given decreasing, in time units; one value and
+    no shift times otherwise). Fossiltip takes no shifts."""
     if strategy == FOSSILTIP:
+        assert shift_times.shape[0] == 0
         return _fossil_tip(parent, depth, n_tips, clock_rate, net_speciation, relative_extinction,
-                           relative_fossilization, sample_prob, age_kind, age_p, root_dated)
+                           fossilization[0], sample_prob, age_kind, age_p, root_dated)
     assert strategy == RANDOM or strategy == DIVERSITY
+    assert fossilization.shape[0] == shift_times.shape[0] + 1
     root = root_of(parent)
     tmrca = depth[root] / clock_rate
     length = branch_lengths(parent, depth)
     kids = children(parent)
-    lam0 = net_speciation / (1.0 - relative_extinction)
-    mu0 = lam0 * relative_extinction
-    psi0 = mu0 * relative_fossilization / (1.0 - relative_fossilization)
-    if strategy == RANDOM:
-        t_f = np.array([0.0])
-        lam, mu, psi, rho = np.array([lam0]), np.array([mu0]), np.array([psi0]), np.array([sample_prob])
-    else:
+    s = shift_times.shape[0]
+    sl = s if strategy == RANDOM else s + 1
+    t_f = np.zeros(sl + 1)
+    t_f[:s] = shift_times
+    if strategy == DIVERSITY:                         # MrBayes' extra slice below x_cut: psi 0, rho 1
         x_cut = _diversity_cut(depth, length, kids, n_tips, clock_rate, tmrca)
-        t_f = np.array([x_cut * 0.95, 0.0])
-        lam, mu = np.array([lam0, lam0]), np.array([mu0, mu0])
-        psi, rho = np.array([psi0, 0.0]), np.array([1e-20, 1.0])
+        if s > 0 and x_cut > t_f[s - 1]:
+            x_cut = t_f[s - 1]
+        t_f[sl - 1] = x_cut * 0.95
+    lam = np.full(sl + 1, net_speciation / (1.0 - relative_extinction))
+    mu = lam * relative_extinction
+    psi = np.zeros(sl + 1)
+    rho = np.full(sl + 1, 1e-20)                      # no extant sampling at shift times
+    for i in range(s + 1):
+        psi[i] = mu[i] * fossilization[i] / (1.0 - fossilization[i])
+    if strategy == RANDOM:
+        rho[sl] = sample_prob
+    else:
+        rho[sl] = 1.0
     sl = t_f.shape[0] - 1
     c1, c2, p_t = _slices(t_f, tmrca, lam, mu, psi, rho)
     ln_p = 0.0

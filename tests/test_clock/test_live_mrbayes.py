@@ -2,7 +2,7 @@
 fixed equal frequencies, so LnPr holds only the clock terms) for cases the plan could not reproduce
 (interior and tip calibrations under the uniform prior, TK02) and cases it did not run (treeagepr
 families, coalescent growth, a clock rate other than 1, locked but undated constraints, sampled
-ancestors, fossil tips, ploidy), and the text
+ancestors, fossil tips, fossil-sampling shifts, ploidy), and the text
 MrBayes echoes for each distribution."""
 from __future__ import annotations
 
@@ -60,6 +60,12 @@ def _rates(newick, model, var):
     return fn(parent, depth, np.ones(parent.size), var)
 
 
+def _cpp(newick, cpp_rate):
+    parent, depth, _ = arrays(newick)
+    return relaxed.ln_cpp_events(parent, depth, np.zeros(parent.size, dtype=np.int64), np.zeros((parent.size, 1)),
+                                 cpp_rate, 0.4)
+
+
 def _coal(newick, popsize, rate=1.0, growth=0.0, ploidy="diploid"):
     parent, depth, n = arrays(newick)
     return tp.ln_coalescent(parent, depth, n, tp.coalescent_theta(popsize, rate, ploidy), growth)
@@ -67,7 +73,8 @@ def _coal(newick, popsize, rate=1.0, growth=0.0, ploidy="diploid"):
 
 def _fbd(newick, sample_prob, strategy):
     parent, depth, n = arrays(newick)
-    return (fbd.ln_fossilized_bd(parent, depth, n, 1.0, 0.1, 0.9, 0.1, sample_prob, strategy, *GAMMA11, False)
+    return (fbd.ln_fossilized_bd(parent, depth, n, 1.0, 0.1, 0.9, np.array([0.1]), sample_prob, strategy,
+                                 *GAMMA11, False)
             + math.log(10) - 1)
 
 
@@ -82,8 +89,18 @@ FOSSIL_TIPS = ("prset brlenspr=clock:fossilization nodeagepr=calibrated samplest
 
 def _fossil_tips(d, r, s, rho, start_priors):
     parent, depth, n = arrays(T5)
-    return (fbd.ln_fossilized_bd(parent, depth, n, 1.0, d, r, s, rho, tp.FOSSILTIP, *GAMMA11, False)
+    return (fbd.ln_fossilized_bd(parent, depth, n, 1.0, d, r, np.array([s]), rho, tp.FOSSILTIP, *GAMMA11, False)
             + (math.log(10) - 1 if start_priors else 0.0))
+
+
+def _shifted(newick, fossilization, shifts, sample_prob=1.0, strategy=tp.RANDOM):
+    parent, depth, n = arrays(newick)
+    return (fbd.ln_fossilized_bd(parent, depth, n, 1.0, 0.1, 0.9, np.array(fossilization), sample_prob, strategy,
+                                 *GAMMA11, False, np.array(shifts)) + math.log(10) - 1)
+
+
+TIP_DATES = ("prset brlenspr=clock:fossilization nodeagepr=calibrated; "
+             "calibrate Tarsius_syrichta=fixed(0.1) Lemur_catta=fixed(0.05);")
 
 
 def _bd(newick, rate):
@@ -109,6 +126,8 @@ CASES = {
                  lambda: _uniform(T3) + math.log(3) - 3 * (2 / 3) + _rates(T3, "tk02", 2 / 3)),
     "igr_fixed": ("%s clockvarpr=igr igrvarpr=fixed(0.3);" % UNIFORM, T3,
                   lambda: _uniform(T3) + _rates(T3, "igr", 0.3)),
+    "cpp_clockrate": ("%s clockvarpr=cpp clockratepr=fixed(0.5) cppratepr=fixed(2);" % UNIFORM, T1,   # TL: subst. units
+                      lambda: _uniform(T1, rate=0.5) + _cpp(T1, 2.0)),
     "treeage_truncatednormal": ("%s treeagepr=truncatednormal(0.1,1,0.5);" % UNIFORM, T1,
                                 lambda: _uniform(T1, age=age_prior("truncatednormal", 0.1, 1, 0.5))),
     "treeage_lognormal": ("%s treeagepr=lognormal(1,0.5);" % UNIFORM, T1,
@@ -126,6 +145,16 @@ CASES = {
     "fbd_fossiltip_fixed_rates": (FOSSIL_TIPS + " prset sampleprob=0.3 speciationpr=fixed(0.5) "
                                   "extinctionpr=fixed(0.3) fossilizationpr=fixed(0.2);", T5,
                                   lambda: _fossil_tips(0.5, 0.3, 0.2, 0.3, False)),
+    "fbd_shifts_per_interval": (TIP_DATES + " prset samplestrat=random 2: 0.3 0.08; "
+                                "startvals relative_fossilization=(0.2,0.05,0.3);", T4,
+                                lambda: _shifted(T4, [0.2, 0.05, 0.3], [0.3, 0.08])),
+    "fbd_shift_at_fossil_tip": (TIP_DATES + " prset samplestrat=random 1: 0.1;", T4,
+                                lambda: _shifted(T4, [0.1, 0.1], [0.1])),
+    "fbd_shift_at_sampled_ancestor": (FOSSILS + " prset samplestrat=random 2: 0.55 0.2;", SAMPLED_ANCESTOR,
+                                      lambda: _shifted(SAMPLED_ANCESTOR, [0.1] * 3, [0.55, 0.2])),
+    "fbd_diversity_shifts": (TIP_DATES + " prset samplestrat=diversity 2: 0.3 0.08 sampleprob=0.5; "
+                             "startvals relative_fossilization=(0.2,0.05,0.3);", T4,
+                             lambda: _shifted(T4, [0.2, 0.05, 0.3], [0.3, 0.08], 0.5, tp.DIVERSITY)),
     "coal_haploid": ("lset ploidy=haploid; prset brlenspr=clock:coalescence popsizepr=fixed(0.5);", T1,
                      lambda: _coal(T1, 0.5, ploidy="haploid")),
     "coal_zlinked": ("lset ploidy=zlinked; prset brlenspr=clock:coalescence popsizepr=fixed(0.5);", T1,

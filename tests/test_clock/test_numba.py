@@ -60,7 +60,11 @@ def test_compiled_priors_equal_interpreted(jitted):
         assert jitted["ln_coalescent"](parent, depth, n, 2.0, growth) == pytest.approx(
             tp.ln_coalescent(parent, depth, n, 2.0, growth), abs=1e-12)
     for strategy in (tp.RANDOM, tp.DIVERSITY, tp.FOSSILTIP):
-        args = (tip_parent, tip_depth, n, 1.0, 0.1, 0.9, 0.1, 0.5, strategy, kind, p, False)
+        args = (tip_parent, tip_depth, n, 1.0, 0.1, 0.9, np.array([0.1]), 0.5, strategy, kind, p, False, np.zeros(0))
+        assert jitted["ln_fossilized_bd"](*args) == pytest.approx(fossilized.ln_fossilized_bd(*args), abs=1e-12)
+        if strategy == tp.FOSSILTIP:
+            continue
+        args = args[:6] + (np.array([0.1, 0.3, 0.2]),) + args[7:12] + (np.array([0.3, 0.08]),)
         assert jitted["ln_fossilized_bd"](*args) == pytest.approx(fossilized.ln_fossilized_bd(*args), abs=1e-12)
     rates = np.linspace(0.5, 1.5, parent.size)
     for name in ("ln_igr_rates", "ln_tk02_rates"):

@@ -39,7 +39,7 @@ def coal(tree, popsize, rate=1.0, growth=0.0):
 
 def fossil(tree, f=1.0, strategy=tp.RANDOM):
     parent, depth, n = arrays(TREES[tree])
-    return fbd.ln_fossilized_bd(parent, depth, n, 1.0, 0.1, 0.9, 0.1, f, strategy, *GAMMA11, False)
+    return fbd.ln_fossilized_bd(parent, depth, n, 1.0, 0.1, 0.9, np.array([0.1]), f, strategy, *GAMMA11, False)
 
 
 def branch_rates(tree, model, var):

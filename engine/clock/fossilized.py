@@ -76,25 +76,8 @@ def ln_fossilized_bd(parent, depth, n_tips, clock_rate, net_speciation, relative
     tmrca = depth[root] / clock_rate
     length = branch_lengths(parent, depth)
     kids = children(parent)
-    s = shift_times.shape[0]
-    sl = s if strategy == RANDOM else s + 1
-    t_f = np.zeros(sl + 1)
-    t_f[:s] = shift_times
-    if strategy == DIVERSITY:                         # MrBayes' extra slice below x_cut: psi 0, rho 1
-        x_cut = _diversity_cut(depth, length, kids, n_tips, clock_rate, tmrca)
-        if s > 0 and x_cut > t_f[s - 1]:
-            x_cut = t_f[s - 1]
-        t_f[sl - 1] = x_cut * 0.95
-    lam = np.full(sl + 1, net_speciation / (1.0 - relative_extinction))
-    mu = lam * relative_extinction
-    psi = np.zeros(sl + 1)
-    rho = np.full(sl + 1, 1e-20)                      # no extant sampling at shift times
-    for i in range(s + 1):
-        psi[i] = mu[i] * fossilization[i] / (1.0 - fossilization[i])
-    if strategy == RANDOM:
-        rho[sl] = sample_prob
-    else:
-        rho[sl] = 1.0
+    t_f, lam, mu, psi, rho = _intervals(depth, length, kids, n_tips, clock_rate, tmrca, net_speciation,
+                                        relative_extinction, fossilization, sample_prob, strategy, shift_times)
     sl = t_f.shape[0] - 1
     c1, c2, p_t = _slices(t_f, tmrca, lam, mu, psi, rho)
     ln_p = 0.0
@@ -127,6 +110,29 @@ def ln_fossilized_bd(parent, depth, n_tips, clock_rate, net_speciation, relative
         ln_p += m_x * (math.log(lam[sl] * (1.0 - e)) - math.log(lam[sl] - mu[sl] * e))
     ln_p += (n_fossil + n_extant - 1) * math.log(2.0)
     return ln_p + tree_age_term(tmrca, root_dated, age_kind, age_p)
+
+
+def _intervals(depth, length, kids, n_tips, clock_rate, tmrca, net_speciation, relative_extinction,
+               fossilization, sample_prob, strategy, shift_times):
+    """Slice times t_f (shift times, diversity's cut, 0) and each slice's λ, μ, ψ, ρ (ρ = 1e-20 at shift
+    times; sampleprob at 0 for random, 1 below diversity's cut where ψ = 0)."""
+    s = shift_times.shape[0]
+    sl = s if strategy == RANDOM else s + 1
+    t_f = np.zeros(sl + 1)
+    t_f[:s] = shift_times
+    if strategy == DIVERSITY:
+        x_cut = _diversity_cut(depth, length, kids, n_tips, clock_rate, tmrca)
+        if s > 0 and x_cut > t_f[s - 1]:
+            x_cut = t_f[s - 1]
+        t_f[sl - 1] = x_cut * 0.95
+    lam = np.full(sl + 1, net_speciation / (1.0 - relative_extinction))
+    mu = lam * relative_extinction
+    psi = np.zeros(sl + 1)
+    rho = np.full(sl + 1, 1e-20)
+    for i in range(s + 1):
+        psi[i] = mu[i] * fossilization[i] / (1.0 - fossilization[i])
+    rho[sl] = sample_prob if strategy == RANDOM else 1.0
+    return t_f, lam, mu, psi, rho
 
 
 def _ln_sampled_ancestor(d, x, t_f, sl, clock_rate, psi, rho) -> float:

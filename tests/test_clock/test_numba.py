@@ -20,7 +20,7 @@ KERNELS = {
     "rooted": ["children", "root_of", "internal_postorder", "branch_lengths"],
     "tree_priors": ["tree_age_term", "ln_calibrations", "ln_uniform", "_colour_clusters", "_dated_tip_depths",
                     "_subtree_term", "_ln_p0", "_ln_p1", "_ln_p1_subsample", "ln_birth_death", "ln_coalescent"],
-    "fossilized": ["_slice_of", "_ln_q", "_ln_pi", "_slices", "ln_fossilized_bd", "_ln_sampled_ancestor",
+    "fossilized": ["_intervals", "_slice_of", "_ln_q", "_ln_pi", "_slices", "ln_fossilized_bd", "_ln_sampled_ancestor",
                    "_ln_fossil_tip", "_diversity_cut", "_ln_p1_fossil", "_fossil_tip"],
     "relaxed": ["ln_tk02_lognormal", "ln_igr_rates", "ln_tk02_rates", "ln_cpp_events"],
 }

@@ -1,0 +1,79 @@
+"""Rooted clock trees as the arrays the clock priors read: `parent` int64[N] (-1 at the root), `depth`
+float64[N] (node depth in substitution units = age x clock rate; extant tips exactly 0) and `n_tips`
+(tips are nodes 0..n_tips-1, internal nodes n_tips..N-1), the node ids of mbgpu.tree.Tree and of the
+compiled core's ChainTrees (engine/core/trees.py), whose rooted trees add one depth per node.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mbgpu.tree import Tree
+
+
+def children(parent: np.ndarray) -> np.ndarray:
+    """kids int64[N, 2]: each node's two children in increasing id order, -1 for a tip."""
+    kids = np.full((parent.shape[0], 2), -1, dtype=np.int64)
+    for v in range(parent.shape[0]):
+        p = parent[v]
+        if p >= 0:
+            if kids[p, 0] < 0:
+                kids[p, 0] = v
+            else:
+                assert kids[p, 1] < 0, "a rooted clock tree is bifurcating"
+                kids[p, 1] = v
+    return kids
+
+
+def root_of(parent: np.ndarray) -> int:
+    """The node whose parent is -1."""
+    for v in range(parent.shape[0]):
+        if parent[v] < 0:
+            return v
+    raise AssertionError("no root")
+
+
+def internal_postorder(parent: np.ndarray, n_tips: int) -> np.ndarray:
+    """Internal nodes, children before parents, the root last (MrBayes' intDownPass order of use)."""
+    kids = children(parent)
+    out = np.empty(parent.shape[0] - n_tips, dtype=np.int64)
+    stack = np.empty(parent.shape[0], dtype=np.int64)
+    stack[0] = root_of(parent)
+    top = 1
+    k = out.shape[0]
+    while top > 0:                       # reverse preorder is a postorder
+        top -= 1
+        v = stack[top]
+        if v >= n_tips:
+            k -= 1
+            out[k] = v
+            stack[top] = kids[v, 0]
+            stack[top + 1] = kids[v, 1]
+            top += 2
+    return out
+
+
+def depths_of(tree: Tree, dated_tips=()) -> np.ndarray:
+    """Node depths of a rooted tree with branch lengths, with MrBayes' arithmetic (SetNodeDepths): up the
+    tree each internal node at the larger of (child depth + child branch length), tips at 0; then down
+    from the root each node at (parent depth - its branch length), tips not in `dated_tips` at 0.
+    (The rounding decides ties between a dated tip and an internal node in the uniform prior.)"""
+    parent, brlen, n_tips = tree.parent, tree.brlen, tree.n_tips
+    post = internal_postorder(parent, n_tips)
+    kids = children(parent)
+    depth = np.zeros(parent.shape[0])
+    for v in post:
+        depth[v] = max(depth[c] + brlen[c] for c in kids[v])
+    dated = set(int(v) for v in dated_tips)
+    for v in post[::-1]:                                       # preorder of internal nodes
+        for c in kids[v]:
+            depth[c] = 0.0 if c < n_tips and int(c) not in dated else depth[v] - brlen[c]
+    return depth
+
+
+def branch_lengths(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Branch length above each node (parent depth - depth; 0 at the root), substitution units."""
+    out = np.zeros(parent.shape[0])
+    for v in range(parent.shape[0]):
+        if parent[v] >= 0:
+            out[v] = depth[parent[v]] - depth[v]
+    return out

@@ -17,7 +17,6 @@ from mbgpu.analysis import adopt_run_count, division_pattern_sets, output_stem, 
 from mbgpu.checkpoint.session import CheckpointSession
 from mbgpu.deleted_taxa import analysis_settings
 from mbgpu.checkpoint.signals import exit_on_stop_signals
-from mbgpu.errors import NotImplementedYet
 from mbgpu.likelihood import select
 from mbgpu.output.lock import OutputLock
 from mbgpu.output.modelsummary import model_summary_lines, move_lines
@@ -133,8 +132,6 @@ def drive(s, con, ckp, place, ss=None) -> None:
     """
     ckp = ckp if ckp is not None else CheckpointSession(s, output_stem(s), con)
     opts = RunOptions.from_settings(s.mcmc)
-    if ss is not None and len(tree_groups(s)) > 1:
-        raise NotImplementedYet("ss with unlinked topologies is not supported yet")
     if ss is not None:
         opts = stepping_stone.run_options(opts, ss)
     sets = division_pattern_sets(s, con)
@@ -193,7 +190,7 @@ def start(s, con, ckp, place, sets, opts, ss=None):
     if ss is not None:
         mc3.stepping = SteppingStone(ss, opts.nruns, output_stem(s), s.stamp, con, opts.mcmcdiagn,
                                      s.mcmc.get("Diagnstat") == "Maxstddev", append=ckp.resuming,
-                                     writer=place.writer)
+                                     writer=place.writer, n_trees=tree_groups(s).n_topologies)
     if place.writer:
         ckp.attach(mc3, files)
     place.adopt(mc3)

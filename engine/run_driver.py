@@ -136,7 +136,8 @@ def drive(s, con, ckp, place, ss=None) -> None:
         opts = stepping_stone.run_options(opts, ss)
     sets = division_pattern_sets(s, con)
     report_patterns(con, sets, reweight.checked_intro(s.mcmc, opts.nchains, sets,
-                                                      not isinstance(place, SerialPlacement), ss is not None))
+                                                      not isinstance(place, SerialPlacement), ss is not None,
+                                                      reweight.free_rate_multiplier(free_parameters(s))))
     place.agree(lambda: ckp.check_inputs(s, sets, opts, ss))
     with place.guard():
         mc3 = start(s, con, ckp, place, sets, opts, ss)
@@ -169,9 +170,10 @@ def start(s, con, ckp, place, sets, opts, ss=None):
     """Build and restore the chains, print their starting states, open the files (writer only), build
     the MC3 and hook the checkpoints into it (and, for `ss`, its stepping-stone tracker)."""
     runs, params = place.chains(s, sets, opts, con)
-    place.restore(runs, ckp)
     swap_rng = np.random.default_rng(s.options["Swapseed"])
-    weights = reweight.for_runs(s.mcmc, opts.nchains, runs, swap_rng)     # MrBayes draws them from swapSeed
+    # MrBayes draws them from swapSeed; a continuation takes the checkpoint's, before the chains' states
+    weights = reweight.for_runs(s.mcmc, opts.nchains, runs, swap_rng, ckp.payload)
+    place.restore(runs, ckp)
     for r, chains in enumerate(runs):
         con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))
         for c in chains:

@@ -26,7 +26,7 @@ from mbgpu.parameters import free_parameters
 from mbgpu.sampler import reweight, stepping_stone
 from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.move_table import build_moves
-from mbgpu.sampler.setup import build_runs
+from mbgpu.sampler.setup import build_runs, tree_pattern_sets
 from mbgpu.sampler.sink import FileSink
 from mbgpu.tree_groups import tree_groups
 from mbgpu.sampler.ss_tracker import SteppingStone
@@ -45,12 +45,13 @@ class SerialPlacement:
         """Context of the run proper (under MPI: any failure there aborts every rank)."""
         return nullcontext()
 
-    def chains(self, s, sets, opts, con) -> tuple[list[list], list]:
-        """(runs, free parameters): every chain, on the backend the options and the data's size choose."""
+    def chains(self, s, sets, opts, con, pars_weights=None) -> tuple[list[list], list]:
+        """(runs, free parameters): every chain, on the backend the options and the data's size choose
+        (`pars_weights`: what starttree=parsimony scores in a reweighted run, build_runs')."""
         use_data = s.mcmc.get("Data", "Yes") == "Yes"
         factory = select.choose_backend(s.options, con, work=select.data_work(sets)) if use_data else None
         mode = "chain" if reweight.scheme(s.mcmc, opts.nchains) else "batched"   # a chain's own weights
-        return build_runs(s, sets, opts, factory, s.options["Seed"], sampler_mode=mode)
+        return build_runs(s, sets, opts, factory, s.options["Seed"], sampler_mode=mode, pars_weights=pars_weights)
 
     def restore(self, runs, ckp) -> None:
         """append=yes: the checkpointed state of every chain."""
@@ -169,10 +170,12 @@ def reported_with_checkpoint(ckp):
 def start(s, con, ckp, place, sets, opts, ss=None):
     """Build and restore the chains, print their starting states, open the files (writer only), build
     the MC3 and hook the checkpoints into it (and, for `ss`, its stepping-stone tracker)."""
-    runs, params = place.chains(s, sets, opts, con)
     swap_rng = np.random.default_rng(s.options["Swapseed"])
-    # MrBayes draws them from swapSeed; a continuation takes the checkpoint's, before the chains' states
-    weights = reweight.for_runs(s.mcmc, opts.nchains, runs, swap_rng, ckp.payload)
+    # MrBayes draws them from swapSeed before its start trees; a continuation takes the checkpoint's
+    tree_sets = tree_pattern_sets(s, sets)
+    flat = reweight.drawn_weights(s.mcmc, opts.nchains, tree_sets, swap_rng, ckp.payload)
+    runs, params = place.chains(s, sets, opts, con, reweight.parsimony_weights(flat, tree_sets))
+    weights = reweight.for_runs(s.mcmc, opts.nchains, runs, flat, ckp.payload)   # before the chains' states
     place.restore(runs, ckp)
     for r, chains in enumerate(runs):
         con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))

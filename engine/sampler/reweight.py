@@ -26,9 +26,12 @@ parsimony moves), and mbgpu with it:
   ParsSPR's scores then use its part of the rank's weights. mbgpu draws over its pattern sets in
   division order the same way.
 
+* starttree=parsimony scores heat rank 1's weights for every chain's start tree (FindBestNode reads
+  numSitesOfPat at (1 % numChains), after FillNumSitesOfPat has drawn them).
+* append=yes: mbgpu keeps the ranks' weights in its checkpoint, so a continuation goes on with them.
+
 What mbgpu does not run yet with reweighting (`refusal`): a free rate multiplier (MrBayes' prior on
-rate multipliers and its moves weigh divisions by their character counts), MPI, ss, append=yes and
-starttree=parsimony (MrBayes scores that on rank 1's weights).
+rate multipliers and its moves weigh divisions by their character counts), MPI and ss.
 """
 from __future__ import annotations
 
@@ -80,10 +83,11 @@ def free_rate_multiplier(params) -> bool:
     return any(KIND[p.kind].form == MULTIPLIERS for p in params)
 
 
-def for_runs(mcmc: dict, nchains: int, runs: list[list], rng, saved: dict | None = None) -> "Reweighting | None":
-    """The started Reweighting of these runs (every chain at its start rank, its position), drawn from the
-    swap stream `rng`; None when mcmc does not reweight. `saved` (append=yes: a checkpoint's datasets):
-    its weights instead, every chain at its checkpointed rank (its lnL comes back with its state)."""
+def drawn_weights(mcmc: dict, nchains: int, tree_sets: list[list], rng, saved: dict | None = None):
+    """Every heat rank's weights of all pattern sets (`tree_sets`: each tree's, mbgpu.sampler.setup.
+    tree_pattern_sets), drawn from the swap stream `rng` before the chains are built, as MrBayes'
+    FillNumSitesOfPat runs before its start trees; None when mcmc does not reweight. `saved` (append=yes:
+    a checkpoint's datasets): its weights instead."""
     settings = scheme(mcmc, nchains)
     if settings is None:
         return None
@@ -91,11 +95,31 @@ def for_runs(mcmc: dict, nchains: int, runs: list[list], rng, saved: dict | None
         if "reweight/weights" not in saved:
             raise CheckpointMismatch("the checkpoint holds no reweighted pattern counts: it was written without "
                                      "mcmc reweight")
-        weights = Reweighting(runs, settings, list(np.asarray(saved["reweight/weights"], dtype=np.float64)))
+        return list(np.asarray(saved["reweight/weights"], dtype=np.float64))
+    data = np.concatenate([np.asarray(ps.weights, dtype=np.float64) for tree in tree_sets for ps in tree])
+    return draw(data, nchains, settings[0], settings[2], rng)
+
+
+def parsimony_weights(flat, tree_sets: list[list]):
+    """Each tree's weights that starttree=parsimony scores in a reweighted run: heat rank 1's, for every
+    chain (MrBayes' FindBestNode reads numSitesOfPat at (1 % numChains)); None without reweighting."""
+    if flat is None:
+        return None
+    ends = np.cumsum([0] + [sum(len(ps.weights) for ps in tree) for tree in tree_sets])
+    return [flat[1][a:b] for a, b in zip(ends[:-1], ends[1:])]
+
+
+def for_runs(mcmc: dict, nchains: int, runs: list[list], flat, saved: dict | None = None) -> "Reweighting | None":
+    """The started Reweighting of these runs on `flat` (drawn_weights; None: no reweighting): every chain
+    at its start rank, its position, or (`saved`: a checkpoint's datasets) at its checkpointed rank, its
+    lnL to come back with its state."""
+    if flat is None:
+        return None
+    weights = Reweighting(runs, scheme(mcmc, nchains), flat)
+    if saved is not None:
         weights.place(runs, [list(map(int, row)) for row in saved["mc3/ranks"]])
-        return weights
-    weights = Reweighting.drawn(runs, settings, rng)
-    weights.start(runs, [list(range(nchains)) for _ in runs])
+    else:
+        weights.start(runs, [list(range(nchains)) for _ in runs])
     return weights
 
 
@@ -108,8 +132,6 @@ def refusal(mcmc: dict, ratemult: bool, mpi: bool, ss: bool) -> str | None:
         return "mcmc reweight under MPI is not supported yet"
     if ratemult:
         return "mcmc reweight with a free rate multiplier (prset ratepr=variable) is not supported yet"
-    if mcmc.get("Starttree") == "Parsimony":
-        return "mcmc reweight with starttree=parsimony is not supported yet"
     return None
 
 

@@ -31,6 +31,7 @@ RUN = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes seed=5 swapseed=7;\
 CODON = ("charset p1 = 1-898\\3; charset p2 = 2-898\\3; charset p3 = 3-898\\3; "
          "partition by_codon = 3: p1, p2, p3; set partition=by_codon;\n")
 BY_CODON = RUN.replace("lset nst=2;", CODON + "lset nst=2;")
+PARSIMONY = BY_CODON.replace("checkpoint=no", "checkpoint=no starttree=parsimony")
 
 
 def _mbgpu(folder, text: str, monkeypatch) -> str:
@@ -69,7 +70,7 @@ def _chain_table(screen: str) -> list[str]:
 
 
 @pytest.mark.parametrize("value, run", [("(20,0)", RUN), ("(10,5,0.5)", RUN), ("(20,0)", BY_CODON),
-                                        ("(10,5,0.5)", BY_CODON)])
+                                        ("(10,5,0.5)", BY_CODON), ("(20,0)", PARSIMONY)])
 def test_screen_lines_match_mrbayes(value, run, mb_double, tmp_path, monkeypatch):
     """What MrBayes prints about reweighting: the three lines before the pattern counts (the character
     counts, of all divisions together, even the `up` one that changes nothing) and the chain table's
@@ -219,6 +220,31 @@ def test_several_divisions_are_reweighted_together(tmp_path):
         assert all((w >= 0).all() for w in rw.weights[rank])
 
 
+@pytest.mark.parametrize("extra", ["", CODON + "unlink topology=(all);\n"], ids=["one-tree", "a-tree-per-codon"])
+def test_parsimony_start_trees_score_heat_rank_1s_weights(extra, tmp_path, monkeypatch):
+    """starttree=parsimony in a reweighted run: every chain's start tree (cold ones too) is built on heat
+    rank 1's weights, drawn before the trees as MrBayes' FillNumSitesOfPat runs before BuildParsTrees
+    (FindBestNode reads numSitesOfPat at 1 % numChains): the weights the builder got, tree by tree, are
+    rank 1's of the checkpoint, not the data's."""
+    import mbgpu.start_state as start_state
+
+    seen, real = [], start_state.parsimony_tree
+
+    def spy(masks, weights, rng, brlen):
+        seen.append(np.array(weights))
+        return real(masks, weights, rng, brlen)
+
+    monkeypatch.setattr(start_state, "parsimony_tree", spy)
+    text = _resumable(extra, "starttree=parsimony").replace("ngen=300", "ngen=2")
+    run_in(tmp_path, text, monkeypatch)
+    flat = load(str(tmp_path / "rw.ckp.h5"))["reweight/weights"]
+    n_trees = 3 if extra else 1
+    assert len(seen) == 2 * 3 * n_trees                        # 2 runs x 3 chains, each tree
+    rank1 = np.concatenate(seen[:n_trees])
+    assert np.array_equal(rank1, flat[1]) and not np.array_equal(rank1, flat[0])
+    assert all(np.array_equal(w, seen[k % n_trees]) for k, w in enumerate(seen))
+
+
 def _resumable(extra: str, more: str = "") -> str:
     """A reweighted primates run of 300 generations with checkpoints every 100 (`extra`: a partition)."""
     return ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes seed=5 swapseed=7;\nexecute %s;\n%slset nst=2;\n"
@@ -252,12 +278,18 @@ def test_a_stopped_reweighted_run_continues_exactly(extra, gen, tmp_path, monkey
 @pytest.mark.parametrize("extra, message", [
     (CODON + "prset ratepr=variable;",
      "mcmc reweight with a free rate multiplier (prset ratepr=variable) is not supported yet"),
-    ("mcmcp starttree=parsimony;", "mcmc reweight with starttree=parsimony is not supported yet"),
 ])
 def test_what_is_not_supported_yet_is_refused(extra, message, tmp_path, monkeypatch):
     text = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes;\nexecute primates.nex;\n%s\n"
             "mcmc ngen=10 nruns=1 nchains=2 reweight=(10,0) filename=no;\nend;\n" % extra)
     with pytest.raises(NotImplementedYet, match=re.escape(message)):
+        _mbgpu(tmp_path, text, monkeypatch)
+
+
+def test_ss_with_reweight_is_refused(tmp_path, monkeypatch):
+    text = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes;\nexecute primates.nex;\n"
+            "ss ngen=100 samplefreq=10 nsteps=2 nruns=1 nchains=2 reweight=(10,0) filename=no;\nend;\n")
+    with pytest.raises(NotImplementedYet, match=re.escape("ss with reweight is not supported yet")):
         _mbgpu(tmp_path, text, monkeypatch)
 
 

@@ -137,7 +137,7 @@ def drive(s, con, ckp, place, ss=None) -> None:
         opts = stepping_stone.run_options(opts, ss)
     sets = division_pattern_sets(s, con)
     report_patterns(con, sets, reweight.checked_intro(s.mcmc, opts.nchains, sets,
-                                                      not isinstance(place, SerialPlacement), ss is not None,
+                                                      not isinstance(place, SerialPlacement),
                                                       reweight.free_rate_multiplier(free_parameters(s))))
     place.agree(lambda: ckp.check_inputs(s, sets, opts, ss))
     with place.guard():

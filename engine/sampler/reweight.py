@@ -29,9 +29,12 @@ parsimony moves), and mbgpu with it:
 * starttree=parsimony scores heat rank 1's weights for every chain's start tree (FindBestNode reads
   numSitesOfPat at (1 % numChains), after FillNumSitesOfPat has drawn them).
 * append=yes: mbgpu keeps the ranks' weights in its checkpoint, so a continuation goes on with them.
+* ss: the swaps raise every likelihood of ln r to the step's power (AttemptSwap's powerSS terms); the
+  steps' contributions use the cold chain's lnL, on the data's own weights.
 
 What mbgpu does not run yet with reweighting (`refusal`): a free rate multiplier (MrBayes' prior on
-rate multipliers and its moves weigh divisions by their character counts), MPI and ss.
+rate multipliers and its moves weigh divisions by their character counts) and MPI (MrBayes' MPI
+AttemptSwap keeps only the last division's lnL of a state on the other's weights).
 """
 from __future__ import annotations
 
@@ -67,12 +70,12 @@ def intro_lines(mcmc: dict, nchains: int, n_chars: int) -> list[str]:
             "         Increasing weight of %d characters" % int(n_chars * up / 100.0)]
 
 
-def checked_intro(mcmc: dict, nchains: int, sets, mpi: bool, ss: bool, ratemult: bool = False) -> list[str]:
+def checked_intro(mcmc: dict, nchains: int, sets, mpi: bool, ratemult: bool = False) -> list[str]:
     """intro_lines for the data's pattern sets (per division); raises NotImplementedYet where a reweighted
     run cannot run yet (`ratemult`: the model has a free rate multiplier)."""
     if scheme(mcmc, nchains) is None:
         return []
-    why = refusal(mcmc, ratemult, mpi, ss)
+    why = refusal(ratemult, mpi)
     if why:
         raise NotImplementedYet(why)
     return intro_lines(mcmc, nchains, int(sum(int(w) for group in sets for ps in group for w in ps.weights)))
@@ -123,11 +126,9 @@ def for_runs(mcmc: dict, nchains: int, runs: list[list], flat, saved: dict | Non
     return weights
 
 
-def refusal(mcmc: dict, ratemult: bool, mpi: bool, ss: bool) -> str | None:
+def refusal(ratemult: bool, mpi: bool) -> str | None:
     """Why a reweighted run cannot run yet (None: it can); the message for NotImplementedYet. `ratemult`:
     the divisions have a free rate multiplier (prset ratepr=variable)."""
-    if ss:
-        return "ss with reweight is not supported yet"
     if mpi:
         return "mcmc reweight under MPI is not supported yet"
     if ratemult:

@@ -286,11 +286,25 @@ def test_what_is_not_supported_yet_is_refused(extra, message, tmp_path, monkeypa
         _mbgpu(tmp_path, text, monkeypatch)
 
 
-def test_ss_with_reweight_is_refused(tmp_path, monkeypatch):
-    text = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes;\nexecute primates.nex;\n"
-            "ss ngen=100 samplefreq=10 nsteps=2 nruns=1 nchains=2 reweight=(10,0) filename=no;\nend;\n")
-    with pytest.raises(NotImplementedYet, match=re.escape("ss with reweight is not supported yet")):
-        _mbgpu(tmp_path, text, monkeypatch)
+def test_ss_with_reweight_matches_mrbayes_and_the_exact_value(mb_double, tmp_path, monkeypatch):
+    """ss with reweight=(20,0) (MrBayes' AttemptSwap raises each lnL of ln r to the step's power) on the
+    4-taxon JC69 data: the reweighting and schedule lines and the .ss columns as mb-double's, and the two
+    runs' mean estimate, like MrBayes', near the exact marginal likelihood (the cold chain samples the
+    data's own weights; the heated chains only help it)."""
+    from tests.test_sampler.test_stepping_stone import (EXACT, MODEL, _run_estimates, _run_mb, _run_mbgpu,
+                                                        _ss_rows)
+
+    body = (" set seed=5 swapseed=6;\n " + MODEL + " ss ngen=12000 samplefreq=10 printfreq=12000 nruns=2 nchains=2 "
+            "nsteps=6 reweight=(20,0) diagnfreq=12000;\n")
+    theirs = _run_mb(mb_double, tmp_path / "mb", " set autoclose=yes nowarn=yes;\n" + body)
+    ours = _run_mbgpu(tmp_path / "ours", body, monkeypatch)
+    assert _reweight_lines(ours) == _reweight_lines(theirs)
+    intro = lambda t: t.split("Starting stepping-stone")[1].split("Chain results")[0]  # noqa
+    assert intro(ours) == intro(theirs)
+    mine, mb = _ss_rows(tmp_path / "ours" / "d.nex.ss"), _ss_rows(tmp_path / "mb" / "d.nex.ss")
+    assert [r[:2] for r in mine] == [r[:2] for r in mb] and [len(r) for r in mine] == [len(r) for r in mb]
+    for est in (_run_estimates(ours), _run_estimates(theirs)):
+        assert len(est) == 2 and abs(np.mean(est) - EXACT) < 0.35, (est, EXACT)
 
 
 def _pcolumn(pfile, name: str, burnin: float = 0.25) -> np.ndarray:

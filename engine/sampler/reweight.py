@@ -23,9 +23,8 @@ parsimony moves), and mbgpu with it:
 
 * With several divisions MrBayes draws over all of them at once (numSitesOfPat holds every division's
   patterns one after the other; n counts every division's characters); each division's likelihood and
-  ParsSPR's scores then use its part of the rank's weights. mbgpu draws over its pattern sets in
-  division order the same way.
-
+  ParsSPR's scores then use its part of the rank's weights. mbgpu draws over all its pattern sets the
+  same way (tree by tree: a character's chance is its count / n in any order).
 * starttree=parsimony scores heat rank 1's weights for every chain's start tree (FindBestNode reads
   numSitesOfPat at (1 % numChains), after FillNumSitesOfPat has drawn them).
 * append=yes: mbgpu keeps the ranks' weights in its checkpoint, so a continuation goes on with them.
@@ -177,7 +176,8 @@ class Reweighting:
             raise CheckpointMismatch("the checkpoint's reweighted pattern counts are not this data's")
         cuts = np.cumsum([len(w) for w in data])[:-1]
         ends = np.cumsum([0] + [len(c.pattern_masks) for c in first.ctxs])
-        by_tree = [[ws[ends[k]:ends[k + 1]] for k in range(len(first.ctxs))] for ws in (np.split(w, cuts) for w in flat)]
+        by_tree = [[ws[ends[k]:ends[k + 1]] for k in range(len(first.ctxs))]
+                   for ws in (np.split(w, cuts) for w in flat)]                # [rank][tree][pattern set]
         self.contexts = [[_on_weights(c, t[k]) for k, c in enumerate(first.ctxs)] for t in by_tree]
         self.weights = [_in_part_order(first.parts, t) for t in by_tree]      # [rank][the chain's parts]
 

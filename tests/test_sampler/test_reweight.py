@@ -87,7 +87,8 @@ def _built(tmp_path, value: str = "(20,0)", nchains: int = 4, extra: str = ""):
     lset, e.g. a partition), started."""
     (tmp_path / "primates.nex").write_text((TEST_DATA / "primates.nex").read_text())
     (tmp_path / "in.nex").write_text("#NEXUS\nbegin mrbayes;\nset seed=5 swapseed=7;\nexecute primates.nex;\n%s"
-                                     "lset nst=2;\nmcmcp nruns=1 nchains=%d reweight=%s;\nend;\n" % (extra, nchains, value))
+                                     "lset nst=2;\nmcmcp nruns=1 nchains=%d reweight=%s;\nend;\n"
+                                     % (extra, nchains, value))
     it = Interpreter(Console(io.StringIO()))
     it.run_file(str(tmp_path / "in.nex"))
     s = it.settings

@@ -17,7 +17,6 @@ from mbgpu.analysis import adopt_run_count, division_pattern_sets, output_stem, 
 from mbgpu.checkpoint.session import CheckpointSession
 from mbgpu.deleted_taxa import analysis_settings
 from mbgpu.checkpoint.signals import exit_on_stop_signals
-from mbgpu.errors import NotImplementedYet
 from mbgpu.likelihood import select
 from mbgpu.output.lock import OutputLock
 from mbgpu.output.modelsummary import model_summary_lines, move_lines
@@ -27,7 +26,7 @@ from mbgpu.parameters import free_parameters
 from mbgpu.sampler import reweight, stepping_stone
 from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.move_table import build_moves
-from mbgpu.sampler.setup import build_runs
+from mbgpu.sampler.setup import build_runs, tree_pattern_sets
 from mbgpu.sampler.sink import FileSink
 from mbgpu.tree_groups import tree_groups
 from mbgpu.sampler.ss_tracker import SteppingStone
@@ -46,12 +45,13 @@ class SerialPlacement:
         """Context of the run proper (under MPI: any failure there aborts every rank)."""
         return nullcontext()
 
-    def chains(self, s, sets, opts, con) -> tuple[list[list], list]:
-        """(runs, free parameters): every chain, on the backend the options and the data's size choose."""
+    def chains(self, s, sets, opts, con, pars_weights=None) -> tuple[list[list], list]:
+        """(runs, free parameters): every chain, on the backend the options and the data's size choose
+        (`pars_weights`: what starttree=parsimony scores in a reweighted run, build_runs')."""
         use_data = s.mcmc.get("Data", "Yes") == "Yes"
         factory = select.choose_backend(s.options, con, work=select.data_work(sets)) if use_data else None
         mode = "chain" if reweight.scheme(s.mcmc, opts.nchains) else "batched"   # a chain's own weights
-        return build_runs(s, sets, opts, factory, s.options["Seed"], sampler_mode=mode)
+        return build_runs(s, sets, opts, factory, s.options["Seed"], sampler_mode=mode, pars_weights=pars_weights)
 
     def restore(self, runs, ckp) -> None:
         """append=yes: the checkpointed state of every chain."""
@@ -133,13 +133,12 @@ def drive(s, con, ckp, place, ss=None) -> None:
     """
     ckp = ckp if ckp is not None else CheckpointSession(s, output_stem(s), con)
     opts = RunOptions.from_settings(s.mcmc)
-    if ss is not None and len(tree_groups(s)) > 1:
-        raise NotImplementedYet("ss with unlinked topologies is not supported yet")
     if ss is not None:
         opts = stepping_stone.run_options(opts, ss)
     sets = division_pattern_sets(s, con)
     report_patterns(con, sets, reweight.checked_intro(s.mcmc, opts.nchains, sets,
-                                                      not isinstance(place, SerialPlacement), ss is not None))
+                                                      not isinstance(place, SerialPlacement),
+                                                      reweight.free_rate_multiplier(free_parameters(s))))
     place.agree(lambda: ckp.check_inputs(s, sets, opts, ss))
     with place.guard():
         mc3 = start(s, con, ckp, place, sets, opts, ss)
@@ -171,10 +170,13 @@ def reported_with_checkpoint(ckp):
 def start(s, con, ckp, place, sets, opts, ss=None):
     """Build and restore the chains, print their starting states, open the files (writer only), build
     the MC3 and hook the checkpoints into it (and, for `ss`, its stepping-stone tracker)."""
-    runs, params = place.chains(s, sets, opts, con)
-    place.restore(runs, ckp)
     swap_rng = np.random.default_rng(s.options["Swapseed"])
-    weights = reweight.for_runs(s.mcmc, opts.nchains, runs, swap_rng)     # MrBayes draws them from swapSeed
+    # MrBayes draws them from swapSeed before its start trees; a continuation takes the checkpoint's
+    tree_sets = tree_pattern_sets(s, sets)
+    flat = reweight.drawn_weights(s.mcmc, opts.nchains, tree_sets, swap_rng, ckp.payload)
+    runs, params = place.chains(s, sets, opts, con, reweight.parsimony_weights(flat, tree_sets))
+    weights = reweight.for_runs(s.mcmc, opts.nchains, runs, flat, ckp.payload)   # before the chains' states
+    place.restore(runs, ckp)
     for r, chains in enumerate(runs):
         con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))
         for c in chains:
@@ -193,7 +195,7 @@ def start(s, con, ckp, place, sets, opts, ss=None):
     if ss is not None:
         mc3.stepping = SteppingStone(ss, opts.nruns, output_stem(s), s.stamp, con, opts.mcmcdiagn,
                                      s.mcmc.get("Diagnstat") == "Maxstddev", append=ckp.resuming,
-                                     writer=place.writer)
+                                     writer=place.writer, n_trees=tree_groups(s).n_topologies)
     if place.writer:
         ckp.attach(mc3, files)
     place.adopt(mc3)

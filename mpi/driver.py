@@ -239,9 +239,10 @@ class MpiPlacement:
         except BaseException as err:  # noqa: B036 -- every failure must stop all ranks, not leave them waiting
             abort(self.comm, self.rank, err)
 
-    def chains(self, s, sets, opts, con) -> tuple[list[list], list]:
+    def chains(self, s, sets, opts, con, pars_weights=None) -> tuple[list[list], list]:
         """(runs, free parameters): this rank's chains on its backend and device, RemoteChain for the
-        others; rank 0 prints the layout table. On a GPU node local rank 0 builds first."""
+        others; rank 0 prints the layout table. On a GPU node local rank 0 builds first.
+        `pars_weights`: what starttree=parsimony scores (build_runs'; mcmc reweight, refused under MPI)."""
         factory, label, local = _backend(s, con, self.comm, self.layout, select.data_work(sets))
         labels = self.comm.gather("%s %s" % (socket.gethostname(), label), root=0)
         for line in self.layout.table(labels) if self.writer else []:
@@ -249,7 +250,8 @@ class MpiPlacement:
         mine = set(self.layout.chains_of(self.rank))
 
         def build():
-            return build_runs(s, sets, opts, factory, s.options["Seed"], owned=lambda r, c: (r, c) in mine)
+            return build_runs(s, sets, opts, factory, s.options["Seed"], owned=lambda r, c: (r, c) in mine,
+                              pars_weights=pars_weights)
 
         runs, params = devices.compile_once_per_node(local, build) if label.startswith("cuda") else build()
         runs = [[ch if ch is not None else RemoteChain(r, c) for c, ch in enumerate(chains)]

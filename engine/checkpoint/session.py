@@ -203,6 +203,8 @@ class CheckpointSession:
         payload = capture(mc3, self.sink, self.gather(mc3) if self.gather is not None else None)
         if mc3.stepping is not None:
             payload.update(mc3.stepping.capture(mc3))
+        if mc3.reweight is not None:
+            payload.update(mc3.reweight.capture())
         payload.update(self.fprints)
         payload.update({
             "meta/mbgpu_version": __version__, "meta/seeds": np.array(self.seeds, dtype=np.int64),

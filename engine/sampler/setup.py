@@ -91,6 +91,13 @@ def _of_tree(sets, divisions=None) -> list:
             if ps.n_patterns and (divisions is None or d in divisions)]
 
 
+def tree_pattern_sets(settings, sets) -> list[list]:
+    """Each tree's non-empty pattern sets (one tree, or one per group of `unlink topology`), in the order
+    of its move context's ParsSPR data."""
+    groups = tree_groups(settings)
+    return [_of_tree(sets, g) for g in ([None] if len(groups) == 1 else groups.groups)]
+
+
 def parsimony_data(sets, divisions=None) -> tuple[np.ndarray, np.ndarray]:
     """(state masks [taxa, patterns], weights) of every pattern set of `divisions` (None: all): what
     starttree=parsimony scores."""
@@ -133,7 +140,7 @@ def _check_memory(n_tips: int, n_lanes: int, inputs, factory, available) -> None
 
 def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True,
                owned=None, *, gpu_parsimony: bool = True, available: int | None = None,
-               sampler_mode: str = "batched") -> tuple[list[list[Chain]], list]:
+               sampler_mode: str = "batched", pars_weights=None) -> tuple[list[list[Chain]], list]:
     """Chains of every run (runs x chains) and the free parameters.
 
     `owned(run, chain) -> bool` (MPI): chains it rejects are not built and are None in the result;
@@ -143,6 +150,8 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     raises mbgpu.memory_check.NotEnoughMemory before anything is allocated.
     `sampler_mode`: batch_step.PartFactory's mode ("chain": an instance per chain, which can hold that
     chain's own pattern weights: mcmc reweight).
+    `pars_weights`: each tree's pattern weights starttree=parsimony scores instead of the data's (mcmc
+    reweight: MrBayes' BuildParsTrees scores heat rank 1's for every chain).
     """
     models = build_division_models(settings, sets)
     params = free_parameters(settings)
@@ -154,6 +163,8 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     own = [None] if len(groups) == 1 else groups.groups      # each tree's divisions
     ctxs = [_move_context(settings, sets, factory, gpu_parsimony, g) for g in own]
     pars = [parsimony_data(sets, g) for g in own] if settings.mcmc.get("Starttree") == "Parsimony" else None
+    if pars is not None and pars_weights is not None:
+        pars = [(masks, np.asarray(w, dtype=np.float64)) for (masks, _), w in zip(pars, pars_weights, strict=True)]
     use_data = settings.mcmc.get("Data", "Yes") == "Yes"
     inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models
               for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []

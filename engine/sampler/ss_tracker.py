@@ -26,13 +26,15 @@ SPLIT_LEGEND = ("[   %sSplitX             --  %s standard deviation of split fre
                 "no diagnostics was requested. -1.0 is printed if there were no splits with frequency above minimum.]")
 
 
-def ss_header(stamp, nruns: int, maxstddev: bool) -> str:
-    """The `.ss` file's legend and column line (MrBayes' words, byte for byte)."""
+def ss_header(stamp, nruns: int, maxstddev: bool, n_trees: int = 1) -> str:
+    """The `.ss` file's legend and column line (MrBayes' words, byte for byte; one split column per
+    topology, numbered from 0)."""
     lines = list(LEGEND)
     lines[1] = lines[1] % stamp
     tag, word = ("m", "Maximal") if maxstddev else ("a", "Average")
     lines.append(SPLIT_LEGEND % (tag, word))
-    cols = ["Step", "Power"] + ["run%d" % (r + 1) for r in range(nruns)] + ["%sSplit0" % tag]
+    cols = ["Step", "Power"] + ["run%d" % (r + 1) for r in range(nruns)] + ["%sSplit%d" % (tag, k)
+                                                                          for k in range(n_trees)]
     return "\n".join(lines + ["\t".join(cols)]) + "\n"
 
 
@@ -60,20 +62,22 @@ class SteppingStone:
     (after the diagnostics), `summary_lines` for the end."""
 
     def __init__(self, plan: SsPlan, nruns: int, stem: str, stamp, console, diagnose: bool, maxstddev: bool,
-                 append: bool = False, writer: bool = True):
+                 append: bool = False, writer: bool = True, n_trees: int = 1):
         """`stem`: the output stem (the file is STEM.ss); `diagnose`: mcmcdiagn=yes; `append`: a continuation
         (the file, cut back to the checkpoint's offset, is extended; `restore` brings the rest back);
-        `writer`: False on the MPI ranks that do not write, which only follow the steps' powers."""
+        `writer`: False on the MPI ranks that do not write, which only follow the steps' powers;
+        `n_trees`: the topologies (unlink topology), each with its own split statistic."""
         self.plan, self.nruns, self.console, self.stem, self.writer = plan, nruns, console, stem, writer
         path = stem + ".ss"
         self.diag, self.diag_plot, self.maxstddev = diagnose and nruns > 1, diagnose, maxstddev
         self.fh = LineFile(path, "the stepping-stone statistics", append=append) if writer else None
         if writer and not append:
-            self.fh.write(ss_header(stamp, nruns, maxstddev))
+            self.fh.write(ss_header(stamp, nruns, maxstddev, n_trees))
         self.path = path
         self.step = 1
         self.marginal = [0.0] * nruns
-        self.split_stat = [0.0] * plan.nsteps
+        self.n_trees = n_trees
+        self.split_stat = [[0.0] * n_trees for _ in range(plan.nsteps)]     # [step][topology]
         self.acc: list[StepAccumulator] = []
 
     # -- the loop's hooks ------------------------------------------------------------------------------
@@ -85,7 +89,7 @@ class SteppingStone:
             return
         self.acc = [StepAccumulator(mc3.cold(r).lnl, p.length(1)) for r in range(self.nruns)]
         if self.diag and p.burnin_samples == 0:
-            mc3.sink.splits.first_kept = 1     # MrBayes drops generation 0 from the diagnostics
+            _keep_from(mc3.sink, 1)     # MrBayes drops generation 0 from the diagnostics
         if p.burnin_samples == 0:
             self.console.print("")
             self.console.print(IND + "Sampling step 1 out of %d steps..." % p.nsteps)
@@ -111,7 +115,7 @@ class SteppingStone:
             for r, a in enumerate(self.acc):
                 a.add(mc3.cold(r).lnl)
         if self.diag and gen >= p.burnin_gens and p.position(gen) == p.step_burnin_gens:
-            mc3.sink.splits.first_kept = gen // p.samplefreq + 1    # the diagnostics see this step only
+            _keep_from(mc3.sink, gen // p.samplefreq + 1)    # the diagnostics see this step only
         if gen == p.burnin_gens and gen > 0:
             self.console.print("")
             self.console.print(IND + "Sampling step 1 out of %d steps..." % p.nsteps)
@@ -123,7 +127,7 @@ class SteppingStone:
         """The step's line of the .ss file; the next step's power and accumulators."""
         p, k = self.plan, self.step
         values = [a.log_mean() for a in self.acc]
-        split = "\t%.6f" % self.split_stat[k - 1] if self.diag else "\t-2.0"
+        split = "".join("\t%.6f" % v if self.diag else "\t-2.0" for v in self.split_stat[k - 1])
         self.fh.write("%3d\t%.4f%s%s\n" % (k, p.power(k), "".join("\t%.6f" % v for v in values), split))
         self.fh.flush()
         for r, v in enumerate(values):
@@ -136,12 +140,15 @@ class SteppingStone:
             self.console.print("")
 
     def note_split_stat(self, gen: int, sink) -> None:
-        """The step's split-frequency statistic (-1.0: no split above minpartfreq), for the .ss file."""
+        """The step's split-frequency statistic of every topology (-1.0: no split above minpartfreq), for
+        the .ss file."""
         if not self.writer:
             return
-        avg, mx = sink.splits.asdsf()
-        value = -1.0 if math.isnan(avg) else (mx if self.maxstddev else avg)
-        self.split_stat[self.plan.step_of(gen) - 1] = value
+        values = []
+        for counter in sink.tree_splits:
+            avg, mx = counter.asdsf()
+            values.append(-1.0 if math.isnan(avg) else (mx if self.maxstddev else avg))
+        self.split_stat[self.plan.step_of(gen) - 1] = values
 
     def close(self) -> None:
         if self.fh is not None:
@@ -173,14 +180,15 @@ class SteppingStone:
         self.step = int(state["ss/step"][0])
         mc3.opts.power = float(state["ss/power"][0])
         self.marginal = [float(v) for v in state["ss/marginal"]]
-        self.split_stat = [float(v) for v in state["ss/split_stat"]]
+        stats = np.asarray(state["ss/split_stat"], dtype=np.float64).reshape(self.plan.nsteps, -1)
+        self.split_stat = [[float(v) for v in row] for row in stats]
         self.acc = []
         for (length, scaler, total), count in zip(state["ss/acc"].tolist(), state["ss/acc_count"].tolist()):
             a = StepAccumulator(0.0, length)
             a.scaler, a.sum, a.count = scaler, total, int(count)
             self.acc.append(a)
         first = int(state["ss/first_kept"][0])
-        mc3.sink.splits.first_kept = None if first < 0 else first
+        _keep_from(mc3.sink, None if first < 0 else first)
 
     # -- the end ---------------------------------------------------------------------------------------
     def summary_lines(self) -> list[str]:
@@ -196,9 +204,34 @@ class SteppingStone:
             out += [IND + "    Mean:  %9.2f" % log_mean_exp(self.marginal), ""]
         out.append(IND + "More statistics on stepping-stone sampling is dumped to %s.ss file." % self.stem)
         if self.diag_plot:
-            word = "max" if self.maxstddev else "average"
-            out += ["", "   Plot of %s standard deviation of split frequencies across steps." % word,
-                    "   Points at -1.0 (y-axis) indicate that there were no splits",
-                    "   above minimum frequency for corresponding step."]
-            out += single_plot(np.arange(1, p.nsteps + 1, dtype=float), np.array(self.split_stat))[1:]
+            out += self._plot_lines()
         return out
+
+    def _plot_lines(self) -> list[str]:
+        """The plot of the split statistic over the steps; with several topologies MrBayes titles it
+        "Plots ... for different topology" and draws one per topology, each after a "Topology k." line
+        (the first on the same line as the legend's end)."""
+        word = "max" if self.maxstddev else "average"
+        steps = np.arange(1, self.plan.nsteps + 1, dtype=float)
+        stats = np.array(self.split_stat)
+        legend = ["   Points at -1.0 (y-axis) indicate that there were no splits",
+                  "   above minimum frequency for corresponding step."]
+        if self.n_trees == 1:
+            return (["", "   Plot of %s standard deviation of split frequencies across steps." % word] + legend
+                    + single_plot(steps, stats[:, 0])[1:])
+        out = ["", "   Plots of %s standard deviation of split frequencies across steps for different topology."
+               % word] + legend
+        for k in range(self.n_trees):
+            title = "      Topology %d." % (k + 1)
+            if k == 0:
+                out[-1] += title
+            else:
+                out.append(title)          # the plot before ends with its blank line
+            out += single_plot(steps, stats[:, k])
+        return out
+
+
+def _keep_from(sink, first: int | None) -> None:
+    """Every topology's split counter keeps samples from `first` on (None: the mcmc burn-in rule)."""
+    for counter in sink.tree_splits:
+        counter.first_kept = first

@@ -255,7 +255,6 @@ def _quartet(line: str) -> int:
     (UNLINKED + " prset ratepr=variable; mcmc ngen=10;", "rate multiplier of its own"),
     (BRLENS + " prset ratepr=variable; mcmc ngen=10;", "rate multiplier of its own"),
     (CODON + " prset applyto=(1) ratepr=variable; mcmc ngen=10;", "rate multiplier of its own"),
-    (UNLINKED + " ss ngen=2000 nsteps=2;", "ss with unlinked topologies"),
     ("begin trees; tree a = (1,(2,3),(4,(5,(6,(7,(8,(9,(10,(11,12)))))))));\nend;\nbegin mrbayes; startvals tau=a;"
      + UNLINKED + " mcmc ngen=10;", "startvals tau=/v= given before unlink topology"),
 ])

@@ -27,7 +27,7 @@ from mbgpu.parameters import free_parameters
 from mbgpu.sampler import reweight, stepping_stone
 from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.move_table import build_moves
-from mbgpu.sampler.setup import build_runs
+from mbgpu.sampler.setup import build_runs, fixed_topologies
 from mbgpu.sampler.sink import FileSink
 from mbgpu.tree_groups import tree_groups
 from mbgpu.sampler.ss_tracker import SteppingStone
@@ -118,8 +118,8 @@ def begin(s, con) -> CheckpointSession:
     con.print("   Seed = %d" % s.options["Seed"])
     con.print("   Swapseed = %d" % s.options["Swapseed"])
     params = free_parameters(s)
-    moves = build_moves(params, len(s.divisions), fixed_topology=s.fixed_topology() is not None,
-                        trees=tree_groups(s))
+    groups = tree_groups(s)
+    moves = build_moves(params, len(s.divisions), fixed_topology=fixed_topologies(s, groups), trees=groups)
     for line in model_summary_lines(s, params) + [""] + move_lines(moves) + [""]:
         con.print(line)
     return ckp

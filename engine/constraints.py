@@ -234,9 +234,10 @@ def named(settings, names) -> list[Constraint]:
     return [c for key, c in settings.constraints.items() if key in wanted]     # MrBayes' order: as defined
 
 
-def active(settings) -> ConstraintSet | None:
-    """The analysis' constraints (`prset topologypr=constraints(...)`, trivial ones left out), or None."""
-    pr = settings.topology_prior()
+def active(settings, divisions=None) -> ConstraintSet | None:
+    """The constraints (`prset topologypr=constraints(...)`, trivial ones left out) of the 0-based
+    `divisions`' topology (None: of all divisions, one topology), or None."""
+    pr = settings.topology_prior(divisions)
     if pr is None or pr.kind != "Constraints":
         return None
     n = settings.matrix.ntax

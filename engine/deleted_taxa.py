@@ -46,7 +46,10 @@ def analysis_settings(s: Settings, trees: set = frozenset(), for_run: bool = Tru
 
 def _pruned_trees(s: Settings, keep: list[int], extra: set) -> dict[str, TreeRecord]:
     """The trees a run may start from (startvals, topologypr=fixed) and `extra` over the included taxa."""
-    used = ({s.startvals.get("Tau"), s.startvals.get("V"), s.fixed_topology()} | extra) - {None}
+    fixed = {d.prset["Topologypr"].args[0] for d in s.divisions
+             if "Topologypr" in d.prset and d.prset["Topologypr"].kind == "Fixed"}     # every tree's
+    starts = {v for k, v in s.startvals.items() if k.split("{")[0] in ("Tau", "V")}    # Tau, Tau{1}, V{2} ...
+    used = (starts | fixed | extra) - {None}
     out = dict(s.trees)
     names = [s.matrix.taxa[i] for i in keep]
     for name in used & set(s.trees):

@@ -205,7 +205,9 @@ def link_groups(settings, kind: str) -> list[tuple[int, ...]]:
     ids = settings.link_ids(KIND[kind].name)
     ok = [applies(kind, d) for d in divs]
     if kind == "ratemult":      # MrBayes: rate multipliers are shared only along one tree's branch lengths
-        trees = zip(settings.link_ids("Topology"), settings.link_ids("Brlens"))   # one per V
+        from mbgpu.tree_groups import tree_link_ids
+
+        trees = zip(tree_link_ids(settings, "Topology"), tree_link_ids(settings, "Brlens"))   # one per V
         ids = tuple((i, t) for i, t in zip(ids, trees))
     model = [1 if ok[0] else -1] if len(divs) == 1 else [0] * len(divs)
     count = 0

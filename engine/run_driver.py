@@ -16,6 +16,7 @@ import numpy as np
 from mbgpu.analysis import adopt_run_count, division_pattern_sets, output_stem, report_patterns, run_stamp
 from mbgpu.checkpoint.session import CheckpointSession
 from mbgpu.deleted_taxa import analysis_settings
+from mbgpu.errors import NotImplementedYet
 from mbgpu.checkpoint.signals import exit_on_stop_signals
 from mbgpu.likelihood import select
 from mbgpu.output.lock import OutputLock
@@ -26,7 +27,7 @@ from mbgpu.parameters import free_parameters
 from mbgpu.sampler import reweight, stepping_stone
 from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.move_table import build_moves
-from mbgpu.sampler.setup import build_runs, tree_pattern_sets
+from mbgpu.sampler.setup import build_runs, fixed_topologies, tree_pattern_sets
 from mbgpu.sampler.sink import FileSink
 from mbgpu.tree_groups import tree_groups
 from mbgpu.sampler.ss_tracker import SteppingStone
@@ -118,8 +119,8 @@ def begin(s, con) -> CheckpointSession:
     con.print("   Seed = %d" % s.options["Seed"])
     con.print("   Swapseed = %d" % s.options["Swapseed"])
     params = free_parameters(s)
-    moves = build_moves(params, len(s.divisions), fixed_topology=s.fixed_topology() is not None,
-                        trees=tree_groups(s))
+    groups = tree_groups(s)
+    moves = build_moves(params, len(s.divisions), fixed_topology=fixed_topologies(s, groups), trees=groups)
     for line in model_summary_lines(s, params) + [""] + move_lines(moves) + [""]:
         con.print(line)
     return ckp
@@ -136,6 +137,9 @@ def drive(s, con, ckp, place, ss=None) -> None:
     if ss is not None:
         opts = stepping_stone.run_options(opts, ss)
     sets = division_pattern_sets(s, con)
+    if s.mcmc.get("Starttree") == "Parsimony" and tree_groups(s).topology and reweight.scheme(s.mcmc, opts.nchains):
+        raise NotImplementedYet("mcmc reweight with starttree=parsimony and unlinked branch lengths in a linked "
+                                "topology is not supported yet")
     report_patterns(con, sets, reweight.checked_intro(s.mcmc, opts.nchains, sets,
                                                       not isinstance(place, SerialPlacement),
                                                       reweight.free_rate_multiplier(free_parameters(s))))

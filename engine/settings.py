@@ -152,6 +152,12 @@ class Settings:
             return columns
         return columns[~np.isin(columns, np.fromiter(self.excluded, dtype=np.int64))]
 
+    def reset_start_values(self) -> None:
+        """Forget every `startvals` value: MrBayes 3.2.7a rebuilds the model after any lset, prset, link or
+        unlink, and its start values with it (measured: trees and alpha given before are not used)."""
+        self.startvals = {}
+        self.startvals_grid = None
+
     def startval(self, name: str):
         """A `startvals` value, or None; model parameters' are ignored under `mcmc startparams=reset`
         (MrBayes resets them to their defaults and keeps the start trees)."""
@@ -159,21 +165,24 @@ class Settings:
             return None
         return self.startvals.get(name)
 
-    def topology_prior(self):
-        """`prset topologypr` (a PriorValue: Uniform, Fixed(TREE) or Constraints(NAME, ...)), or None.
+    def topology_prior(self, divisions=None):
+        """`prset topologypr` (a PriorValue: Uniform, Fixed(TREE) or Constraints(NAME, ...)) of the 0-based
+        `divisions` (None: all; with several trees those of one Tau), or None.
 
         Raises:
-            NotImplementedYet: the divisions' topology priors differ (a topology per division).
+            NotImplementedYet: those divisions' topology priors differ (a topology per division).
         """
-        kinds = {str(d.prset["Topologypr"]) for d in self.divisions if "Topologypr" in d.prset}
+        divs = self.divisions if divisions is None else [self.divisions[i] for i in divisions]
+        kinds = {str(d.prset["Topologypr"]) for d in divs if "Topologypr" in d.prset}
         if len(kinds) > 1:
-            raise NotImplementedYet("topologypr %s in different partitions (a topology of their own) is not "
-                                    "supported yet" % " and ".join(sorted(k.lower() for k in kinds)))
-        return next((d.prset["Topologypr"] for d in self.divisions if "Topologypr" in d.prset), None)
+            raise NotImplementedYet("topologypr %s in partitions sharing one topology is not supported yet "
+                                    "(unlink their topologies)" % " and ".join(sorted(k.lower() for k in kinds)))
+        return next((d.prset["Topologypr"] for d in divs if "Topologypr" in d.prset), None)
 
-    def fixed_topology(self) -> str | None:
-        """The user tree that `prset topologypr=fixed(NAME)` fixes the topology to (None: not fixed)."""
-        pr = self.topology_prior()
+    def fixed_topology(self, divisions=None) -> str | None:
+        """The user tree that `prset topologypr=fixed(NAME)` fixes the topology of the 0-based `divisions`
+        to (None: all divisions; the result None: not fixed)."""
+        pr = self.topology_prior(divisions)
         return pr.args[0] if pr is not None and pr.kind == "Fixed" else None
 
     def division_indices(self, applyto) -> list[int]:

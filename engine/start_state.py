@@ -39,7 +39,7 @@ def user_tree(settings, name: str) -> Tree:
 
 
 def start_tree(settings, rng: np.random.Generator, pars=None, chain: tuple[int, int] = (0, 0),
-               suffix: str = "", tau_suffix: str | None = None) -> Tree:
+               suffix: str = "", tau_suffix: str | None = None, divisions=None) -> Tree:
     """The start tree of one chain: the fixed topology (`prset topologypr=fixed(NAME)`, which overrides
     startvals tau as in MrBayes), startvals when given (unless `mcmc starttree=random` or `parsimony`),
     otherwise random, or by parsimony from `pars` (the data's state masks and pattern weights, for
@@ -47,7 +47,8 @@ def start_tree(settings, rng: np.random.Generator, pars=None, chain: tuple[int, 
     (MrBayes' RandPerturb). `chain` (run, chain): the startvals trees reach only the chains of
     `Settings.startvals_grid`, as in MrBayes (chains added by a later nruns or nchains start at random).
     `suffix`: with several trees (`unlink topology`) the tree's MrBayes suffix, `{1}`: startvals tau{1}=;
-    `tau_suffix` (None: `suffix`) that of its Tau when trees share it."""
+    `tau_suffix` (None: `suffix`) that of its Tau when trees share it; `divisions` (0-based, None: all)
+    those of its Tau, whose topology prior (fixed, constraints) it starts in."""
     if settings.matrix.ntax < 3:
         raise DataError("an analysis needs at least 3 taxa; the matrix has %d" % settings.matrix.ntax)
     tau = settings.startval("Tau" + (suffix if tau_suffix is None else tau_suffix))
@@ -57,7 +58,7 @@ def start_tree(settings, rng: np.random.Generator, pars=None, chain: tuple[int, 
         tau = v = None
     if settings.mcmc.get("Starttree", "Current") in ("Random", "Parsimony"):
         tau = v = None
-    fixed, cset = settings.fixed_topology(), constraints.active(settings)
+    fixed, cset = settings.fixed_topology(divisions), constraints.active(settings, divisions)
     if fixed is not None:
         tau = fixed
     if tau is None and v is None and settings.mcmc.get("Starttree") == "Parsimony":
@@ -127,7 +128,7 @@ def start_trees(settings, groups, rng: np.random.Generator, pars=None, chain: tu
         first = groups.sharing(groups.tau(k))[0]
         if first == k:
             out.append(start_tree(settings, rng, pars[k] if pars else None, chain, groups.suffix(k),
-                                  groups.tau_suffix(k) if several_tau else ""))
+                                  groups.tau_suffix(k) if several_tau else "", groups.tau_divisions(k)))
         else:
             out.append(_shared_start(settings, out[first], "V" + groups.suffix(k), chain))
     return out

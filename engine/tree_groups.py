@@ -1,12 +1,12 @@
 """Which divisions share a tree (`unlink topology=(...)`), decided as MrBayes 3.2.7a decides, and the
 names MrBayes gives each tree's parameters and files.
 
-MrBayes links two divisions' topologies when their link ids are equal (`Settings.link_ids("Topology")`),
-and their branch lengths only when the topologies are linked too: `unlink topology=(all)` alone gives one
-Tau{k} with its V{k} per division. Branch lengths unlinked inside a linked topology (`unlink brlens=(all)`)
-give one tree per V group that share one Tau: their topologies stay identical (MrBayes' MultNNI moves
-them all). Per-tree priors are not supported yet (docs/plans/unlinked-trees.md).
-"""
+MrBayes links two divisions' topologies when their link ids are equal (`Settings.link_ids("Topology")`)
+and so are their topology priors, and their branch lengths only when the topologies are linked too (and
+their brlens priors equal): `unlink topology=(all)` alone gives one Tau{k} with its V{k} per division.
+Branch lengths unlinked inside a linked topology (`unlink brlens=(all)`) give one tree per V group that
+share one Tau: their topologies stay identical (MrBayes' MultNNI moves them all). Each Tau takes the
+topology prior of its divisions (`prset applyto=(k) topologypr=...`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,10 +40,14 @@ class TreeGroups:
         """Each topology's first tree (the one its split frequencies are counted on)."""
         return [self.sharing(t)[0] for t in range(self.n_topologies)]
 
+    def tau_divisions(self, k: int) -> list[int]:
+        """The 0-based divisions of tree k's Tau (its own and those of every tree sharing it): whose
+        `prset topologypr` is the tree's topology prior."""
+        return sorted(d - 1 for j in self.sharing(self.tau(k)) for d in self.groups[j])
+
     def tau_suffix(self, k: int) -> str:
         """The suffix of tree k's Tau: its divisions and those of every tree sharing it."""
-        divs = sorted(d for j in self.sharing(self.tau(k)) for d in self.groups[j])
-        return part_suffix(divs, self.n_divisions)
+        return part_suffix([d + 1 for d in self.tau_divisions(k)], self.n_divisions)
 
     def param_name(self, k: int) -> str:
         """The `[Param: ...]` of tree k's .t file: `tree` and its suffix; MrBayes writes `tree{1}` in every
@@ -75,16 +79,24 @@ def _groups_by_id(ids) -> list[tuple[int, ...]]:
     return sorted(tuple(g) for g in groups.values())
 
 
+def tree_link_ids(settings, name: str) -> tuple:
+    """Each division's id for `Topology` or `Brlens`: MrBayes shares a Tau (a V) only between divisions
+    whose link ids are equal AND whose topologypr (brlenspr) are the same (IsModelSame), so `prset
+    applyto=(1) topologypr=constraints(c)` alone gives Tau{1} and Tau{2,3}."""
+    option = {"Topology": "Topologypr", "Brlens": "Brlenspr"}[name]
+    return tuple((i, str(d.prset.get(option))) for i, d in zip(settings.link_ids(name), settings.divisions))
+
+
 def tree_groups(settings) -> TreeGroups:
     """The trees of an analysis.
 
     Raises:
-        NotImplementedYet: branch lengths unlinked inside a linked topology, or several trees with
-            different topology or branch-length priors, or with plain `startvals tau=` (not `tau{1}=`).
+        NotImplementedYet: `nperts` with branch lengths unlinked inside a linked topology. (Plain
+            `startvals tau=/v=` given before the unlink cannot reach here: the unlink forgets them.)
     """
     n = len(settings.divisions)
-    taus = _groups_by_id(settings.link_ids("Topology"))
-    brlens = settings.link_ids("Brlens")
+    taus = _groups_by_id(tree_link_ids(settings, "Topology"))
+    brlens = tree_link_ids(settings, "Brlens")
     trees, topology = [], []
     for t, g in enumerate(taus):
         for v in _groups_by_id([(brlens[i - 1] if i in g else -1) for i in range(1, n + 1)]):
@@ -101,19 +113,9 @@ def tree_groups(settings) -> TreeGroups:
 
 def _check_several(settings, trees: TreeGroups) -> None:
     """What mbgpu does not yet run with several trees."""
-    for option in ("Topologypr", "Brlenspr"):
-        priors = {str(d.prset[option]) for d in settings.divisions}
-        if option == "Topologypr" and priors != {"Uniform"}:
-            raise NotImplementedYet("prset topologypr=%s with unlinked topologies is not supported yet"
-                                    % sorted(priors)[-1].lower())
-        if len(priors) > 1:
-            raise NotImplementedYet("different brlenspr in partitions with unlinked topologies is not "
-                                    "supported yet")
-    if (trees.n_topologies > 1 and settings.startvals.get("Tau") is not None) or settings.startvals.get("V") is not None:
-        raise NotImplementedYet("startvals tau=/v= given before unlink topology, for several trees, is not "
-                                "supported yet: give each tree's after it (startvals tau{1}=T v{1}=T ...)")
-    if trees.topology and int(settings.mcmc.get("Nperts", 0)):
-        raise NotImplementedYet("mcmc nperts with unlinked branch lengths in a linked topology is not supported yet")
-    if trees.topology and settings.mcmc.get("Starttree") == "Parsimony":
-        raise NotImplementedYet("mcmc starttree=parsimony with unlinked branch lengths in a linked topology is not "
-                                "supported yet")
+    for k in range(len(trees)):
+        settings.topology_prior(trees.tau_divisions(k))       # one prior per Tau (else refused there)
+    if trees.topology and int(settings.mcmc.get("Nperts", 0)):      # MrBayes perturbs each V's tree on its own:
+        raise NotImplementedYet("mcmc nperts with unlinked branch lengths in a linked topology is not supported "
+                                "yet (MrBayes 3.2.7a perturbs each V's tree on its own, so trees sharing one "
+                                "topology start from different topologies)")

@@ -111,6 +111,7 @@ def _model(interp, spec, cmd, attr: str) -> None:
                 value = PriorValue("Dirichlet", (value.args[j],))
             if name != "Applyto":
                 target[name] = value
+    s.reset_start_values()
 
 
 def _check_constraints(interp, cmd, a, names) -> None:
@@ -274,6 +275,7 @@ def do_link(interp, spec, cmd) -> None:
         lists[name] = numbers
     for name, numbers in lists.items():
         (s.unlink if spec.name == "Unlink" else s.link)(name, numbers)
+    s.reset_start_values()
 
 
 def do_outgroup(interp, spec, cmd) -> None:
@@ -343,13 +345,41 @@ def _tau_key(s, v_key: str) -> str:
     return "Tau" + groups.tau_suffix(k) if groups.n_topologies > 1 else "Tau"
 
 
+def _tau_divisions(s, tau_key: str):
+    """The 0-based divisions of the Tau kept at `tau_key` (`Tau`: all; `Tau{1}`: that tree's Tau), whose
+    topology prior (constraints, fixed) its start tree must respect."""
+    from mbgpu.tree_groups import tree_groups
+
+    if tau_key == "Tau":
+        return None
+    groups = tree_groups(s)
+    return next(groups.tau_divisions(k) for k in range(len(groups)) if "Tau" + groups.tau_suffix(k) == tau_key)
+
+
 def _check_lengths_topology(s, cmd, key: str, value: str, a) -> None:
     """MrBayes takes V's branch lengths onto the current start topology (tau's tree, or the fixed one;
     a random tree otherwise): a tree of another topology is its error."""
-    tau = s.startvals.get(_tau_key(s, key)) or s.fixed_topology()
+    tau_key = _tau_key(s, key)
+    tau = s.startvals.get(tau_key) or s.fixed_topology(_tau_divisions(s, tau_key))
     if tau is None or user_tree(s, tau).splits() != user_tree(s, value).splits():
         raise cmd.error("Topology of user tree '%s' wrong in setting parameter '%s' (set %s first, to a tree "
                         "of the same topology)" % (value, key, "tau" + key[1:]), a.value.token, CommandError)
+
+
+def _check_tau_prior(s, cmd, key: str, value: str, a) -> None:
+    """MrBayes' errors for a start topology its Tau's prior forbids: one that breaks a constraint ("Tree
+    breaks constraint '...'"), any for a fixed topology ("The parameter 'Tau{2}' is fixed ...")."""
+    divisions = _tau_divisions(s, key)
+    view = analysis_settings(s, trees={value}, for_run=False)          # deleted taxa out
+    cset = constraints.active(view, divisions)
+    broken = cset.violated(user_tree(view, value)) if cset is not None else None
+    if broken is not None:
+        raise cmd.error("startvals %s=%s: the tree breaks constraint '%s'" % (key.lower(), value, broken.name),
+                        a.value.token, CommandError)
+    fixed = s.fixed_topology(divisions)
+    if fixed is not None:
+        raise cmd.error("startvals %s=%s: the topology is fixed (prset topologypr=fixed(%s)), so its "
+                        "starting value cannot be set" % (key.lower(), value, fixed), a.value.token, CommandError)
 
 
 def do_startvals(interp, spec, cmd) -> None:
@@ -364,16 +394,10 @@ def do_startvals(interp, spec, cmd) -> None:
         if name in ("Tau", "V") and value not in s.trees:
             raise cmd.error("startvals %s=%s: no tree of that name (trees: %s)"
                             % (name.lower(), value, ", ".join(s.trees) or "none"), a.value.token, CommandError)
-        view = analysis_settings(s, trees={value}, for_run=False) if name == "Tau" else s   # deleted taxa out
-        if name == "Tau" and constraints.active(view) is not None:   # MrBayes: "Tree breaks constraint '...'"
-            broken = constraints.active(view).violated(user_tree(view, value))
-            if broken is not None:
-                raise cmd.error("startvals tau=%s: the tree breaks constraint '%s'" % (value, broken.name),
-                                a.value.token, CommandError)
-        if name == "Tau" and s.fixed_topology() is not None:     # MrBayes: "The parameter 'Tau' is fixed ..."
-            raise cmd.error("startvals tau=%s: the topology is fixed (prset topologypr=fixed(%s)), so its "
-                            "starting value cannot be set" % (value, s.fixed_topology()), a.value.token,
-                            CommandError)
+        tree = name in ("Tau", "V")
+        key = _startvals_key(s, cmd, name, suffix, a.name) if tree else name
+        if name == "Tau":
+            _check_tau_prior(s, cmd, key, value, a)
         if name == "Ratemultiplier" and len(value) != len(s.divisions):
             raise cmd.error("ratemultiplier needs %d values (one per division), got %d"
                             % (len(s.divisions), len(value)), a.value.token, CommandError)
@@ -381,8 +405,6 @@ def do_startvals(interp, spec, cmd) -> None:
             raise cmd.error("ratemultiplier=(%s): every start rate multiplier must be a positive number "
                             "(outside the prior's support)" % ",".join("%g" % v for v in value),
                             a.value.token, CommandError)
-        tree = name in ("Tau", "V")
-        key = _startvals_key(s, cmd, name, suffix, a.name) if tree else name
         if name == "V":
             _check_lengths_topology(s, cmd, key, value, a)
         s.startvals[key] = value

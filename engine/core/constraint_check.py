@@ -93,3 +93,11 @@ def no_constraints(n_tips: int) -> tuple:
     """`cons` of an analysis without constraints (the same types, no rows)."""
     w = -(-n_tips // 64)
     return (np.zeros(0, dtype=np.int64), np.zeros((0, w), dtype=np.uint64), np.zeros((0, w), dtype=np.uint64))
+
+
+def per_tree(csets, n_tips: int) -> tuple:
+    """`cons` of every tree of a chain, one after another, with `first` int64[trees + 1]: tree t's rows are
+    first[t]:first[t + 1] (`csets`: per tree a ConstraintSet or None; `prset applyto=(k) topologypr=...`)."""
+    parts = [c.arrays() if c is not None else no_constraints(n_tips) for c in csets]
+    first = np.cumsum([0] + [len(p[0]) for p in parts]).astype(np.int64)
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3)) + (first,)

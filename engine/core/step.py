@@ -60,12 +60,13 @@ def _propose_tree(kind, parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, 
 @numba.njit(**JIT_OPTIONS)
 def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree,
                   mrows, cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a,
-                  cons_b, pars, move_of, log_h, moved, todo, div_tree):
+                  cons_b, cons_first, pars, move_of, log_h, moved, todo, div_tree):
     """Chain c: copy its state into the proposal arrays, pick a move by weight and propose; a tree proposal
     (on tree mtree[m], row c R + mtree[m]; ParsSPR with that tree's data, pars[mtree[m]]; MultNNI on the
-    trees of mrows[m]) that breaks a topology constraint (`cons_*`, mbgpu.core.constraint_check) is
-    rejected, a live one marks the pattern sets on the trees it changed (todo 1). Touches only chain c's
-    rows (chains may run on threads)."""
+    trees of mrows[m]) that breaks a constraint of its tree (`cons_*`, rows cons_first[t]:cons_first[t + 1]:
+    mbgpu.core.constraint_check.per_tree) is
+    rejected, a live one marks the pattern sets on the trees it changed (todo 1). lo[t], hi[t]: tree t's
+    branch-length limits (its brlens prior). Touches only chain c's rows (chains may run on threads)."""
     n_trees = parent.shape[0] // theta.shape[0]
     for r in range(c * n_trees, (c + 1) * n_trees):
         parent_p[r, :] = parent[r, :]
@@ -87,11 +88,12 @@ def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p,
         if mkind[m] == L.MULT_NNI:
             log_h[c] = mult_nni(parent_p, kids_p, brlen_p, n_tips, s, c * n_trees, mrows[m])
         else:
-            log_h[c] = _propose_tree(mkind[m], parent_p[r], kids_p[r], brlen_p[r], n_tips, s, tuning[c, m], lo,
-                                     hi, anchor, pars[t])
+            log_h[c] = _propose_tree(mkind[m], parent_p[r], kids_p[r], brlen_p[r], n_tips, s, tuning[c, m], lo[t],
+                                     hi[t], anchor, pars[t])
         sort_kids(kids_p[r])       # states keep children in order (trees.sort_kids says why)
+        f0, f1 = cons_first[t], cons_first[t + 1]
         if log_h[c] != -math.inf and L.FIRST_TOPOLOGY <= mkind[m] <= L.LAST_TOPOLOGY and not constraints_hold(
-                parent_p[r], kids_p[r], n_tips, cons_kind, cons_a, cons_b):
+                parent_p[r], kids_p[r], n_tips, cons_kind[f0:f1], cons_a[f0:f1], cons_b[f0:f1]):
             log_h[c] = -math.inf
         if log_h[c] != -math.inf:
             for d in range(todo.shape[0]):
@@ -112,15 +114,15 @@ def _live_params(c0, c1, moved, log_h, by_param):
 
 @numba.njit(**JIT_OPTIONS)
 def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree, mrows,
-                cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b, pars,
-                move_of, log_h, moved, todo, div_tree, by_param, c0, c1):
+                cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b,
+                cons_first, pars, move_of, log_h, moved, todo, div_tree, by_param, c0, c1):
     """Each chain c0 <= c < c1 proposes (propose_chain); the chains whose parameter proposal is live are
     listed in by_param (the caller builds their models); returns how many."""
     todo[:, c0:c1] = 0
     for c in range(c0, c1):
         propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree,
                       mrows, cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a,
-                      cons_b, pars, move_of, log_h, moved, todo, div_tree)
+                      cons_b, cons_first, pars, move_of, log_h, moved, todo, div_tree)
     return _live_params(c0, c1, moved, log_h, by_param)
 
 
@@ -154,14 +156,14 @@ def _record(c, m, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_
 @numba.njit(**JIT_OPTIONS)
 def _tree_terms(c, m, live, mrows, brl, brl_p, kind, args, parent_p, brlen_p, n_tips):
     """brl_p[c]: chain c's branch-length terms, those of the trees move m changed computed from the
-    proposal when `live` (a tree move); returns their sum in tree order (the order of
+    proposal when `live` (a tree move; tree u's prior kind[u], args[u]); returns their sum in tree order (the order of
     mbgpu.sampler.setup.Prior.total_of_trees; one tree: the term itself)."""
     n_trees = brl.shape[1]
     total = 0.0
     for u in range(n_trees):
         x = brl[c, u]
         if live and mrows[m, u]:
-            x = brlens_log_prior(kind, args, parent_p[c * n_trees + u], brlen_p[c * n_trees + u], n_tips)
+            x = brlens_log_prior(kind[u], args[u], parent_p[c * n_trees + u], brlen_p[c * n_trees + u], n_tips)
         brl_p[c, u] = x
         total = x if u == 0 else total + x
     return total

@@ -13,7 +13,7 @@ import numpy as np
 
 from mbgpu.core import trees as T
 from mbgpu.core.chain_generation import exchange_stats
-from mbgpu.core.constraint_check import no_constraints
+from mbgpu.core.constraint_check import per_tree
 from mbgpu.core.device_division import DeviceDivision, device_backend
 from mbgpu.core.division import PROP, DivisionArrays, host_buffers
 from mbgpu.core.layout import MoveTable, ParamLayout, unsupported_move
@@ -43,7 +43,8 @@ def unsupported(chains) -> str | None:
         why = unsupported_move(mv)
         if why:
             return why
-    if brlens_table(first.prior_fn.brlenspr, first.trees[0].n_tips) is None:
+    if any(brlens_table(first.prior_fn.brlens_prior(k), first.trees[0].n_tips) is None
+           for k in range(len(first.trees))):
         return "this branch-length prior"
     return None
 
@@ -75,24 +76,26 @@ class CoreStepper:
         self.ahead = None                       # group 0's next generation, proposed and launched early
         self.ahead_stale = False                # a swap handed a chain of group 0 another heat's tuning since
         self._heats = ([], 0.0, None)           # (ranks, temp, heats) of the last heats_for
-        ctx = first.ctxs[0]                # what the trees' contexts share: brlens prior, anchor, constraints
-        self.lo, self.hi = brlen_bounds(ctx.brlens_prior)
+        ctx = first.ctxs[0]                # what the trees' contexts share: brlens prior, anchor
+        self.lo, self.hi = (np.array(b) for b in zip(*(brlen_bounds(x.brlens_prior) for x in first.ctxs)))  # per tree
         self.anchor = int(ctx.anchor)
-        cset = getattr(ctx, "constraints", None)           # topology constraints: proposals that break one
-        self.cons = cset.arrays() if cset is not None else no_constraints(self.n_tips)   # are rejected
+        self.cons = per_tree([getattr(x, "constraints", None) for x in first.ctxs], self.n_tips)  # each tree's
+        # topology constraints: proposals that break one are rejected
         self.threads = numba.get_num_threads()           # (also starts numba's pool)
         self.pars_threads = pars_threads(self.threads)
         self.held = False                                # numba's threads held at pars_threads (step)
         self.pars = tuple(prepare_pars_data(x.pattern_masks, x.n_states, x.rate_mults, n_tips=self.n_tips,
                                             threads=self.pars_threads) for x in first.ctxs)   # per tree: its data
-        self.brl_kind, self.brl_args = brlens_table(self.prior_fn.brlenspr, self.n_tips)
+        tables = [brlens_table(self.prior_fn.brlens_prior(k), self.n_tips) for k in range(self.n_trees)]
+        self.brl_kind = np.array([kind for kind, _ in tables], dtype=np.int64)      # per tree: its brlens prior
+        self.brl_args = np.stack([args for _, args in tables])
         self.topology = self._topology_terms()
         n = len(chains)
         self.lnl = np.array([ch.lnl for ch in chains])
         self.lnpr = np.array([ch.lnpr for ch in chains])
         self.best = np.array([ch.best_lnl for ch in chains])
-        self.brl = np.array([brlens_log_prior(self.brl_kind, self.brl_args, self.trees.parent[r],
-                                              self.trees.brlen[r], self.n_tips)
+        self.brl = np.array([brlens_log_prior(self.brl_kind[r % self.n_trees], self.brl_args[r % self.n_trees],
+                                              self.trees.parent[r], self.trees.brlen[r], self.n_tips)
                              for r in range(n * self.n_trees)]).reshape(n, self.n_trees)
         self.brl_p = self.brl.copy()
         self.pterm = np.array([self.prior_fn.parameters(ch.values) for ch in chains]).reshape(n, len(self.params))
@@ -132,7 +135,7 @@ class CoreStepper:
         topo = float(pf.topology(self.n_tips))
         for k in range(1, self.n_trees):
             if not (pf.repeats and pf.repeats[k]):
-                topo += pf.topology(self.n_tips)
+                topo += pf.topology(self.n_tips, k)
         return float(topo)
 
     def view(self, j: int):

@@ -15,7 +15,9 @@ import numpy as np
 from mbgpu import constraints
 from mbgpu.models import build_model
 from mbgpu.sampler.model_state import rate_multiplier, spec_with_values
+from mbgpu.errors import NotImplementedYet
 from mbgpu.tree import Tree
+from mbgpu.tree_groups import tree_groups
 
 _RATE_VARIATION = ("gamma", "propinv", "invgamma")
 
@@ -33,6 +35,22 @@ class _Set:
                                    dtype=np.int64)
 
 
+def _constrained_clades(settings) -> list[tuple[str, frozenset]]:
+    """(name, taxa) of the hard constraints whose nodes `report ancstates=yes` reports.
+
+    Raises:
+        NotImplementedYet: several trees (`unlink topology`) with constraints.
+    """
+    groups = tree_groups(settings)
+    if len(groups) > 1:
+        if any(constraints.active(settings, groups.tau_divisions(k)) is not None for k in range(len(groups))):
+            raise NotImplementedYet("report ancstates=yes with topology constraints on unlinked trees is not "
+                                    "supported yet")
+        return []
+    cset = constraints.active(settings)
+    return [(c.name, c.taxa) for c in (cset.items if cset is not None else []) if c.kind == "hard"]
+
+
 class SiteReports:
     """The report columns of an analysis and their values for a (tree, parameter values) state."""
 
@@ -41,13 +59,12 @@ class SiteReports:
         m = settings.matrix
         self.sets = [_Set(dm.index, spec, ps, m.masks) for dm in models for spec, ps in zip(dm.specs, dm.pattern_sets)
                      if ps.n_patterns]
-        cset = constraints.active(settings)
-        self.clades = [(c.name, c.taxa) for c in (cset.items if cset is not None else []) if c.kind == "hard"]
         self.rates, self.ancestral = [], []
         for d in settings.divisions:
             report = getattr(d, "report", {})
             self.rates.append(report.get("Siterates") == "Yes" and d.lset["Rates"].lower() in _RATE_VARIATION)
             self.ancestral.append(report.get("Ancstates") == "Yes")
+        self.clades = _constrained_clades(settings) if any(self.ancestral) else []
         self.symbols = {dt: m.states(dt) for dt in set(m.datatypes)}
         self.sites = [self._division_sites(d) for d in range(1, len(settings.divisions) + 1)]
         self.rate_label = _rate_labels(settings.divisions)

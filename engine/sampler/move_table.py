@@ -40,9 +40,10 @@ def dirichlet_alpha_factor(form: str, kind: str, size: int) -> float:
     return float(size) if kind == "dirichlet" and form in (SIMPLEX, MULTIPLIERS) else 1.0
 
 
-def tree_moves(n_divisions: int, fixed_topology: bool = False, trees=None) -> list:
+def tree_moves(n_divisions: int, fixed_topology=False, trees=None) -> list:
     """The unconstrained-tree moves (mbgpu.moves) with MrBayes' default weights and names; with a fixed
-    topology only those of the branch lengths (MrBayes drops every move of Tau). With several trees
+    topology only those of the branch lengths (MrBayes drops every move of Tau; `fixed_topology`: one
+    bool, or one per tree of `trees`, `prset applyto=(k) topologypr=fixed(...)`). With several trees
     (`trees`, mbgpu.tree_groups.TreeGroups) MrBayes lists every tree's topology moves, then every tree's
     branch-length moves; each slot's `tree` says which tree it moves."""
     from mbgpu.moves import default_tree_moves
@@ -50,15 +51,17 @@ def tree_moves(n_divisions: int, fixed_topology: bool = False, trees=None) -> li
 
     suffixes = [trees.suffix(k) for k in range(len(trees))] if trees is not None else \
         [part_suffix(range(1, n_divisions + 1), n_divisions)]
+    fixed = tuple(fixed_topology) if isinstance(fixed_topology, (tuple, list)) else \
+        (bool(fixed_topology),) * len(suffixes)
     topology, brlens = [], []
     for k, sfx in enumerate(suffixes):
         shared = trees.sharing(trees.tau(k)) if trees is not None else (k,)
-        if len(shared) > 1 and not fixed_topology and k == shared[0]:
+        if len(shared) > 1 and not fixed[k] and k == shared[0]:
             topology.append(_mult_nni(trees, shared))
         for move in default_tree_moves():
             head, _, inner = move.name.partition("(")
             names = inner.rstrip(")").split(",")
-            if "Tau" in names and (fixed_topology or len(shared) > 1):
+            if "Tau" in names and (fixed[k] or len(shared) > 1):
                 continue
             slot = TreeMoveSlot(move, "%s(%s)" % (head, ",".join(p + sfx for p in names)), tree=k)
             (topology if "Tau" in names else brlens).append(slot)
@@ -75,7 +78,7 @@ def _mult_nni(trees, shared: tuple[int, ...]):
 
 
 def build_moves(params, n_divisions: int, include_tree: bool = True, n_chars: dict | None = None,
-                fixed_topology: bool = False, trees=None) -> list:
+                fixed_topology=False, trees=None) -> list:
     """The full move list of one chain: parameter moves then tree moves (`trees`: see tree_moves)."""
     moves = parameter_moves(params, n_divisions, n_chars)
     if include_tree:

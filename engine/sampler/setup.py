@@ -33,9 +33,15 @@ class Prior:
     brlenspr: object
     params: list
     n_chars: dict
-    constraints: object = None     # mbgpu.constraints.ConstraintSet: the topology term counts what they allow
+    constraints: tuple = ()        # per tree its mbgpu.constraints.ConstraintSet or None: the topology term
+                                   # counts the topologies they allow (() : none)
     taxa_left_out: int = 0         # `delete`d taxa: MrBayes' gammadir constant counts them (mbgpu.deleted_taxa)
     repeats: tuple = ()            # per tree: True where an earlier tree has its topology (one Tau term each)
+    tree_brlenspr: tuple = ()      # per tree its brlens prior where they differ (() : `brlenspr` for every tree)
+
+    def brlens_prior(self, k: int = 0):
+        """Tree k's `brlenspr` (its V's: `prset applyto=(k) brlenspr=...`)."""
+        return self.tree_brlenspr[k] if self.tree_brlenspr else self.brlenspr
 
     def __call__(self, tree, values) -> float:
         return self.of_trees([tree], values)
@@ -49,18 +55,18 @@ class Prior:
         shapes = self.__dict__.setdefault("_brlens", {})
         shape = shapes.get(k)
         if shape is None or not shape.fits(tree):
-            shape = shapes[k] = BrlensPrior(self.brlenspr, tree.parent, tree.n_tips)
+            shape = shapes[k] = BrlensPrior(self.brlens_prior(k), tree.parent, tree.n_tips)
         return shape(tree.brlen)
 
-    def topology(self, n_tips: int) -> float:
-        """The topology term, computed once per tip count (it is a constant of the analysis), with the
+    def topology(self, n_tips: int, k: int = 0) -> float:
+        """Tree k's topology term, computed once per tip count (it is a constant of the analysis), with the
         analysis' other constant: MrBayes' for deleted taxa under gammadir (mbgpu.deleted_taxa)."""
         cache = self.__dict__.setdefault("_topology", {})
-        if n_tips not in cache:
-            cs = self.constraints
-            cache[n_tips] = cs.log_topology_prior() if cs is not None else topology_log_prior(n_tips)
-            cache[n_tips] += gammadir_constant(self.brlenspr, n_tips, self.taxa_left_out)
-        return cache[n_tips]
+        if (n_tips, k) not in cache:
+            cs = self.constraints[k] if self.constraints else None
+            term = cs.log_topology_prior() if cs is not None else topology_log_prior(n_tips)
+            cache[n_tips, k] = term + gammadir_constant(self.brlens_prior(k), n_tips, self.taxa_left_out)
+        return cache[n_tips, k]
 
     def parameter(self, k: int, value) -> float:
         return parameter_log_prior(self.params[k], self.n_chars, value)
@@ -74,7 +80,7 @@ class Prior:
         for k, (x, t) in enumerate(zip(brlens[1:], trees[1:]), 1):
             b += x
             if not (self.repeats and self.repeats[k]):
-                topo += self.topology(t.n_tips)
+                topo += self.topology(t.n_tips, k)
         return self.total(b, topo, parameters)
 
     @staticmethod
@@ -83,6 +89,13 @@ class Prior:
         lnp = brlens
         lnp += topology
         return lnp + sum(parameters)
+
+
+def fixed_topologies(settings, groups) -> tuple[bool, ...]:
+    """Per tree of `groups` (mbgpu.tree_groups.TreeGroups): whether its Tau is fixed (topologypr=fixed)."""
+    if len(groups) == 1:
+        return (settings.fixed_topology() is not None,)
+    return tuple(settings.fixed_topology(groups.tau_divisions(k)) is not None for k in range(len(groups)))
 
 
 def _of_tree(sets, divisions=None) -> list:
@@ -117,16 +130,18 @@ def _gpu_parsimony(factory):
     return GpuParsimony(device, asynchronous=getattr(make, "asynchronous", False))
 
 
-def _move_context(settings, sets, factory=None, gpu_parsimony: bool = True, divisions=None):
-    """The move context of a tree over the 1-based `divisions` (None: all; ParsSPR scores their data)."""
+def _move_context(settings, sets, factory=None, gpu_parsimony: bool = True, divisions=None, tau=None):
+    """The move context of a tree over the 1-based `divisions` (None: all; ParsSPR scores their data),
+    whose Tau has the 0-based divisions `tau` (None: all; their topology constraints)."""
     from mbgpu.moves.base import MoveContext
 
     flat = _of_tree(sets, divisions)
-    return MoveContext(n_tips=settings.matrix.ntax, brlens_prior=settings.divisions[0].prset["Brlenspr"],
+    first = settings.divisions[divisions[0] - 1 if divisions else 0]       # its V's brlens prior
+    return MoveContext(n_tips=settings.matrix.ntax, brlens_prior=first.prset["Brlenspr"],
                        pattern_masks=[(ps.masks, ps.weights) for ps in flat],
                        n_states=[ps.n_states for ps in flat], anchor=settings.outgroup,
                        parsimony=_gpu_parsimony(factory) if gpu_parsimony else None,
-                       constraints=constraints.active(settings))
+                       constraints=constraints.active(settings, tau))
 
 
 def _check_memory(n_tips: int, n_lanes: int, inputs, factory, available) -> None:
@@ -158,18 +173,22 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     n_chars = {i: float(sum(p.weights.sum() for p in group)) for i, group in enumerate(sets, 1)}
     fixed_mult = rate_multipliers(settings)
     groups = tree_groups(settings)
-    prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars, constraints.active(settings),
-                  settings.taxa_left_out, tuple(k not in groups.firsts() for k in range(len(groups))))
+    taus = [None] if len(groups) == 1 else [groups.tau_divisions(k) for k in range(len(groups))]
+    prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars,
+                  tuple(constraints.active(settings, t) for t in taus), settings.taxa_left_out,
+                  tuple(k not in groups.firsts() for k in range(len(groups))),
+                  tuple(settings.divisions[g[0] - 1].prset["Brlenspr"] for g in groups.groups))
     own = [None] if len(groups) == 1 else groups.groups      # each tree's divisions
-    ctxs = [_move_context(settings, sets, factory, gpu_parsimony, g) for g in own]
-    pars = [parsimony_data(sets, g) for g in own] if settings.mcmc.get("Starttree") == "Parsimony" else None
+    ctxs = [_move_context(settings, sets, factory, gpu_parsimony, g, t) for g, t in zip(own, taus)]
+    pars = [parsimony_data(sets, None if t is None else [d + 1 for d in t]) for t in taus] \
+        if settings.mcmc.get("Starttree") == "Parsimony" else None      # each Tau's data (MrBayes: all it holds)
     if pars is not None and pars_weights is not None:
         pars = [(masks, np.asarray(w, dtype=np.float64)) for (masks, _), w in zip(pars, pars_weights, strict=True)]
     use_data = settings.mcmc.get("Data", "Yes") == "Yes"
     inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models
               for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []
     template = build_moves(params, len(settings.divisions), include_tree=tree_moves, n_chars=n_chars,
-                           fixed_topology=settings.fixed_topology() is not None, trees=groups)
+                           fixed_topology=fixed_topologies(settings, groups), trees=groups)
     shared = ModelCache()
     n_lanes = sum(1 for r in range(opts.nruns) for c in range(opts.nchains) if owned is None or owned(r, c))
     _check_memory(settings.matrix.ntax, n_lanes, inputs, factory, available)

@@ -113,6 +113,15 @@ for _p in ("Allruns", "Relburnin", "Burnin", "Burninfrac", "Discardfrac", "Filen
            "Smoothing"):
     EVIDENCE[("sumss", _p)] = "test_summary/test_sumss.py::test_sumss_matches_mrbayes_on_its_files"
 
+# Options that also apply to one tree of several (`prset applyto=(k) ...` with `unlink topology`/`brlens`)
+# -> the test that checks them per tree against MrBayes (beside their one-tree evidence above).
+PER_TREE = {
+    ("prset", "Topologypr"):
+        "test_sampler/test_per_tree_priors.py::test_per_tree_priors_score_as_mrbayes_scores_them",
+    ("prset", "Brlenspr"):
+        "test_sampler/test_per_tree_priors.py::test_per_tree_priors_score_as_mrbayes_scores_them",
+}
+
 # Commands without options that print one of MrBayes' screens -> the test that compares it with MrBayes.
 SCREENS = {
     "charstat": "test_commands/test_ctype.py::test_charstat_like_mrbayes",
@@ -197,6 +206,13 @@ def test_every_option_is_implemented_or_refused():
             missing.append("%s: neither evidence against MrBayes nor supported= in the table" % (key,))
     assert not missing, "\n".join(missing)
     assert not stale, "refused options with evidence listed (remove it): %s" % stale
+
+
+def test_per_tree_options_are_implemented_and_checked():
+    keys = {(name, p.name) for name, p in _table_keys()}
+    for key, ref in PER_TREE.items():
+        assert key in keys and key in EVIDENCE, key
+        assert _test_exists(ref), "%s -> %s (no such test)" % (key, ref)
 
 
 def test_screens_are_implemented_and_checked():

@@ -255,14 +255,10 @@ def _quartet(line: str) -> int:
     (UNLINKED + " prset ratepr=variable; mcmc ngen=10;", "rate multiplier of its own"),
     (BRLENS + " prset ratepr=variable; mcmc ngen=10;", "rate multiplier of its own"),
     (CODON + " prset applyto=(1) ratepr=variable; mcmc ngen=10;", "rate multiplier of its own"),
-    ("begin trees; tree a = (1,(2,3),(4,(5,(6,(7,(8,(9,(10,(11,12)))))))));\nend;\nbegin mrbayes; startvals tau=a;"
-     + UNLINKED + " mcmc ngen=10;", "startvals tau=/v= given before unlink topology"),
 ])
 def test_what_is_not_supported_yet_is_refused(commands, says, tmp_path, monkeypatch):
     text = "#NEXUS\nbegin mrbayes; execute %s; end;\nbegin mrbayes; %s end;\n" % (TEST_DATA / "primates.nex",
                                                                                commands.replace("begin mrbayes;", ""))
-    if "begin trees" in commands:
-        text = "#NEXUS\nbegin mrbayes; execute %s; end;\n%s end;\n" % (TEST_DATA / "primates.nex", commands)
     with pytest.raises(MbgpuError, match="not supported yet") as err:
         _mbgpu(tmp_path / "x", text, monkeypatch)
     assert says in str(err.value)

@@ -34,7 +34,8 @@ UNLINKED = CODON + " prset ratepr=variable; unlink topology=(all);"  # {1} {2} {
 FOUR = ("charset c1 = 1-200; charset c2 = 201-400; charset c3 = 401-600; charset c4 = 601-898; "
         "partition four = 4: c1, c2, c3, c4; set partition=four; prset ratepr=variable; unlink brlens=(all); "
         "link brlens=(1,2); link brlens=(3,4);")                     # {1,2} {3,4}: two multipliers of two
-CASES = {"applyto": APPLYTO, "brlens": BRLENS, "unlinked": UNLINKED, "two-groups": FOUR}
+CASES = {"applyto": APPLYTO, "brlens": BRLENS, "unlinked": UNLINKED, "two-groups": FOUR,
+         "report-ratio": APPLYTO + " report ratemult=ratio;"}     # m{1} over itself: MrBayes writes 1
 
 
 def _mbgpu(folder, text: str, monkeypatch) -> str:
@@ -112,7 +113,10 @@ def test_files_summary_moves_and_gen0_like_mrbayes(case, mb_double, tmp_path, mo
     gen = [[ln for ln in (tmp_path / side / "r.mcmc").read_text().splitlines() if ln.startswith("Gen")]
            for side in ("g", "m")]
     assert gen[0] == gen[1] and len(gen[0]) == 1          # the .mcmc header: each move's acceptance column
-    assert ("\t\t" in want[1]) == (case != "applyto")
+    assert ("\t\t" in want[1]) == (case not in ("applyto", "report-ratio"))
+    if case == "report-ratio":
+        for lines in (got, want):
+            assert [ln.split("\t")[-1] for ln in lines[2:]] == ["1.000000e+00"] * (len(lines) - 2)
     assert float(got[2].split("\t")[2]) == pytest.approx(float(want[2].split("\t")[2]), abs=1e-4)   # LnPr, %e
 
     def moves(s):

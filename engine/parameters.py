@@ -261,25 +261,26 @@ def free_parameters(settings) -> list[FreeParameter]:
 
 
 def _rate_multipliers(settings) -> list[FreeParameter]:
-    """One parameter per linked group of two or more divisions with a free `ratepr`. Its prior is
-    the Dirichlet of the divisions' own values (`variable` is 1).
+    """One parameter per linked group of divisions with a free `ratepr`. Its prior is the Dirichlet of
+    the divisions' own values (`variable` is 1). A group of one division (`prset applyto=(1)
+    ratepr=variable`, or a division alone on its tree) is a parameter too, as in MrBayes 3.2.7a: its
+    moves are MrBayes' one-rate cases (mbgpu.sampler.param_moves.lone_multiplier_move), its prior 0.
 
     Raises:
-        NotImplementedYet: a free group of one division (`prset applyto=(1) ratepr=variable`, or a
-            division alone on its tree): MrBayes 3.2.7a gives it moves and a column whose value
-            wanders from 1 (seen with mb-double), which mbgpu does not reproduce.
+        NotImplementedYet: a group of one division whose Dirichlet value is not 1: MrBayes' moves then
+            add prior ratios that its LogPrior (0 for one value) never counts, so its LnPr drifts.
     """
     start = settings.startval("Ratemultiplier")
     out = []
     for group in link_groups(settings, "ratemult"):
-        if not is_free("ratemult", settings.divisions[group[0] - 1]):
-            continue
-        if len(group) < 2 and len(settings.divisions) > 1:
-            raise NotImplementedYet("prset ratepr=variable leaving division %d with a rate multiplier of its own "
-                                    "(alone in its ratepr, or alone on its tree) is not supported yet" % group[0])
-        if len(group) < 2:
+        if not is_free("ratemult", settings.divisions[group[0] - 1]) or len(settings.divisions) < 2:
             continue
         alphas = tuple(float(_numbers(settings.divisions[i - 1].prset["Ratepr"], 1)[0]) for i in group)
+        if len(group) < 2 and alphas[0] != 1.0:
+            raise NotImplementedYet("prset ratepr=%s leaving division %d with a rate multiplier of its own "
+                                    "(alone in its ratepr, or alone on its tree) is not supported yet "
+                                    "(ratepr=variable is)" % (settings.divisions[group[0] - 1].prset["Ratepr"],
+                                                              group[0]))
         value = np.array([start[i - 1] for i in group] if start else [KIND["ratemult"].start] * len(group))
         out.append(FreeParameter("ratemult", group, PriorValue("Dirichlet", alphas), value))
     return out

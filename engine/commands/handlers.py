@@ -19,6 +19,7 @@ from mbgpu.commands.values import Assignment, parse_assignments
 from mbgpu.analysis import adopt_run_count, run_mcmc
 from mbgpu.deleted_taxa import analysis_settings
 from mbgpu.errors import CommandError, MbgpuError, NotImplementedYet, Quit
+from mbgpu.parameters import link_groups
 from mbgpu.start_state import user_tree
 from mbgpu.sampler import stepping_stone
 from mbgpu.settings import SS_ONLY
@@ -398,6 +399,10 @@ def do_startvals(interp, spec, cmd) -> None:
         key = _startvals_key(s, cmd, name, suffix, a.name) if tree else name
         if name == "Tau":
             _check_tau_prior(s, cmd, key, value, a)
+        if name == "Ratemultiplier" and len(link_groups(s, "ratemult")) > 1:    # MrBayes' words
+            raise cmd.error("Several parameters matched the abbreviated name 'ratemultiplier' (%s)"
+                            % ", ".join("Ratemultiplier{%s}" % ",".join(map(str, g))
+                                        for g in link_groups(s, "ratemult")), a.name, CommandError)
         if name == "Ratemultiplier" and len(value) != len(s.divisions):
             raise cmd.error("ratemultiplier needs %d values (one per division), got %d"
                             % (len(s.divisions), len(value)), a.value.token, CommandError)

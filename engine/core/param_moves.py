@@ -58,8 +58,13 @@ def _log_gamma_draw(s, shape):
 @numba.njit(**JIT_OPTIONS)
 def dirichlet_move(s, x, alpha, scale):
     """Dirichlet move: w = scale x / sum, w' ~ Dirichlet(alpha w); rejected (-inf) when any w' < MIN_SIMPLEX.
-    log Hastings = log Dir(w | alpha w') - log Dir(w' | alpha w); x <- w' / scale."""
+    log Hastings = log Dir(w | alpha w') - log Dir(w' | alpha w); x <- w' / scale. One value (a rate
+    multiplier of one division): MrBayes' one-rate case (mbgpu.sampler.param_moves.lone_multiplier_move)."""
     k = x.shape[0]
+    if k == 1:
+        log_h = (alpha - 1.0) * math.log(x[0])
+        x[0] = 1.0
+        return log_h
     total = 0.0
     for i in range(k):
         total += x[i] * scale[i]
@@ -96,12 +101,25 @@ def dirichlet_move(s, x, alpha, scale):
 
 
 @numba.njit(**JIT_OPTIONS)
+def lone_slider(s, x, delta):
+    """MrBayes' Slider on a rate multiplier of one division (mbgpu.sampler.param_moves.lone_multiplier_move):
+    y = 1/2 + delta (u - 1/2) reflected into [lo, 1 - lo], lo = MIN_SIMPLEX / 2m, delta at most
+    1 - 2 lo; m' = 2 m (1 - y); symmetric as MrBayes counts it (log Hastings 0)."""
+    lo = MIN_SIMPLEX / (2.0 * x[0])
+    y = reflect(0.5 + min(delta, 1.0 - 2.0 * lo) * (uniform(s) - 0.5), lo, 1.0 - lo)
+    x[0] = 2.0 * x[0] * (1.0 - y)
+    return 0.0
+
+
+@numba.njit(**JIT_OPTIONS)
 def simplex_slider(s, x, delta, scale):
     """Slider on the simplex: w = scale x / sum; a uniformly drawn ordered pair (i, j) of distinct
     components keeps its sum t while w_i / t moves by delta (u - 1/2), reflected into
     [MIN_SIMPLEX / t, 1 - MIN_SIMPLEX / t]; symmetric (log Hastings 0). x <- w' / scale. Aborted (-inf)
-    when t < 2 MIN_SIMPLEX (only a start value below MIN_SIMPLEX allows it)."""
+    when t < 2 MIN_SIMPLEX (only a start value below MIN_SIMPLEX allows it). One value: `lone_slider`."""
     k = x.shape[0]
+    if k == 1:
+        return lone_slider(s, x, delta)
     total = 0.0
     for m in range(k):
         total += x[m] * scale[m]

@@ -46,18 +46,27 @@ def labels(kind: str, datatype: str) -> list[str]:
 
 def pfile_columns(settings, params) -> list[str]:
     """The `.p` header after `Gen LnL LnPr`: `TL`, then every free parameter's labels, in `params` order."""
+    return [c for c in pfile_header(settings, params) if c]
+
+
+def pfile_header(settings, params) -> list[str]:
+    """pfile_columns as MrBayes 3.2.7a's header line spells them: an empty label (a second tab, with no
+    column in the rows) between two rate-multiplier parameters, as mb-double writes
+    `m{1}<tab><tab>m{2}` for {1} then {2}, and `m{1}<tab>m{2}<tab><tab>m{3}<tab>m{4}` for {1,2} then {3,4}."""
     from mbgpu.tree_groups import tree_groups
 
     n = len(settings.divisions)
     trees = tree_groups(settings)
     cols = ["TL" + trees.suffix(k) for k in range(len(trees))]
+    after_multipliers = False
     for p, fmt in zip(params, report_formats.formats(settings, params)):
         if KIND[p.kind].form == MULTIPLIERS:
-            cols += [KIND[p.kind].column % d for d in p.divisions]
+            cols += [""] * after_multipliers + [KIND[p.kind].column % d for d in p.divisions]
         else:
             datatype = settings.divisions[p.divisions[0] - 1].datatype
             names = report_formats.labels(p.kind, fmt, labels(p.kind, datatype))
             cols += [lab + part_suffix(p.divisions, n) for lab in names]
+        after_multipliers = KIND[p.kind].form == MULTIPLIERS
     return cols
 
 

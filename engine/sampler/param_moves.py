@@ -49,6 +49,8 @@ class ParamMove:
 
     def propose(self, value: np.ndarray, rng: np.random.Generator):
         """(new value, log Hastings ratio), or None when the proposal is out of bounds (a rejection)."""
+        if self.scale is not None and np.size(value) == 1:
+            return lone_multiplier_move(self.kind, float(value[0]), self.tuning * self.alpha_factor, rng)
         if self.scale is not None:   # m -> w = scale m on the simplex and back; the linear map's Jacobian cancels
             out = self._propose(value * self.scale, rng)
             return None if out is None else (out[0] / self.scale, out[1])
@@ -86,6 +88,21 @@ def _simplex_slider(x: np.ndarray, delta: float, rng):
     new = x.copy()
     new[i], new[j] = share * total, (1.0 - share) * total
     return new, 0.0
+
+
+def lone_multiplier_move(kind: str, m: float, tuning: float, rng):
+    """MrBayes 3.2.7a's Move_RateMult_Dir/_Slider on a rate multiplier of one division (nRates 1, its
+    proportion w = n m / n = m, not normalised). Dirichlet: the one-part draw is 1, so m' = 1, with
+    log Hastings (alphaPi - 1) log m. Slider: both picked rates are that one (indexJ = indexI), y =
+    1/2 + delta (u - 1/2) reflected into [min, 1 - min], min = DIR_MIN / 2m (delta at most 1 - 2 min),
+    and the second write wins: m' = 2 m (1 - y), log Hastings 0. The prior ratios MrBayes adds are
+    (alpha - 1) times logs: 0 for the only prior accepted here (ratepr=variable)."""
+    if kind == "dirichlet":
+        return np.array([1.0]), (tuning - 1.0) * math.log(m)
+    lo = MIN_SIMPLEX / (2.0 * m)
+    delta = min(tuning, 1.0 - 2.0 * lo)
+    y = reflect(0.5 + delta * (rng.random() - 0.5), lo, 1.0 - lo)
+    return np.array([2.0 * m * (1.0 - y)]), 0.0
 
 
 def _multiplier(x: np.ndarray, lam: float, rng, bounds):

@@ -14,7 +14,7 @@ from mbgpu.output.mcmcfile import McmcFileWriter
 from mbgpu.output.pfile import PFileWriter
 from mbgpu.output.tfile import TFileWriter, newick_of
 from mbgpu.output import report_formats
-from mbgpu.output.paramnames import pfile_columns
+from mbgpu.output.paramnames import pfile_columns, pfile_header
 from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import parameter_values
 from mbgpu.sampler.screen import IND, comparison_table
@@ -65,14 +65,16 @@ class FileSink:
         self.paths = run_paths(stem, n, self.trees)
         self.reports = site_reports(settings, params)
         self.formats = report_formats.formats(settings, params)
-        cols = pfile_columns(settings, params) + (self.reports.columns if self.reports is not None else [])
+        extra = self.reports.columns if self.reports is not None else []
+        cols, labels = pfile_columns(settings, params) + extra, pfile_header(settings, params) + extra
         mode, head = ("a", False) if append else ("w", True)
         self.files, self.p, self.t = [], [], []     # self.t: each run's writers, one per tree
         several = len(self.trees) > 1
         for r, (pp, *tps) in enumerate(self.paths):
             pf = _open(pp, "the parameter samples of run %d" % (r + 1), mode)
             self.files.append(pf)
-            self.p.append(PFileWriter(pf, run_ids[r], cols, scientific=self.sci, precision=self.prec, header=head))
+            self.p.append(PFileWriter(pf, run_ids[r], cols, scientific=self.sci, precision=self.prec, header=head,
+                                         labels=labels))
             self.t.append([])
             for k, tp in enumerate(tps):
                 tf = _open(tp, "the tree samples of run %d" % (r + 1) + (" (tree %d)" % (k + 1) if several else ""),

@@ -17,6 +17,8 @@ from mbgpu.analysis import adopt_run_count, division_pattern_sets, output_stem, 
 from mbgpu.checkpoint.session import CheckpointSession
 from mbgpu.deleted_taxa import analysis_settings
 from mbgpu.checkpoint.signals import exit_on_stop_signals
+from mbgpu import propset
+from mbgpu.errors import CommandError
 from mbgpu.likelihood import select
 from mbgpu.output.lock import OutputLock
 from mbgpu.output.modelsummary import model_summary_lines, move_lines
@@ -118,9 +120,14 @@ def begin(s, con) -> CheckpointSession:
     con.print("   Seed = %d" % s.options["Seed"])
     con.print("   Swapseed = %d" % s.options["Swapseed"])
     params = free_parameters(s)
-    moves = build_moves(params, len(s.divisions), fixed_topology=s.fixed_topology() is not None,
-                        trees=tree_groups(s))
-    for line in model_summary_lines(s, params) + [""] + move_lines(moves) + [""]:
+    propset.check_runnable(s.propset, int(s.mcmc["Nchains"]))
+    moves = propset.apply(build_moves(params, len(s.divisions), fixed_topology=s.fixed_topology() is not None,
+                                      trees=tree_groups(s)), s.propset, 0, 0)
+    for line in model_summary_lines(s, params) + [""]:
+        con.print(line)
+    if not moves:
+        raise CommandError("every move has prob 0 (propset): MrBayes stops with 'Problem allocating usedMoves'")
+    for line in move_lines(moves) + [""]:
         con.print(line)
     return ckp
 

@@ -16,8 +16,9 @@ import numpy as np
 from mbgpu.analysis import adopt_run_count, division_pattern_sets, output_stem, report_patterns, run_stamp
 from mbgpu.checkpoint.session import CheckpointSession
 from mbgpu.deleted_taxa import analysis_settings
-from mbgpu.errors import NotImplementedYet
 from mbgpu.checkpoint.signals import exit_on_stop_signals
+from mbgpu import propset
+from mbgpu.errors import CommandError, NotImplementedYet
 from mbgpu.likelihood import select
 from mbgpu.output.lock import OutputLock
 from mbgpu.output.modelsummary import model_summary_lines, move_lines
@@ -120,8 +121,14 @@ def begin(s, con) -> CheckpointSession:
     con.print("   Swapseed = %d" % s.options["Swapseed"])
     params = free_parameters(s)
     groups = tree_groups(s)
-    moves = build_moves(params, len(s.divisions), fixed_topology=fixed_topologies(s, groups), trees=groups)
-    for line in model_summary_lines(s, params) + [""] + move_lines(moves) + [""]:
+    propset.check_runnable(s.propset, int(s.mcmc["Nchains"]))
+    moves = propset.apply(build_moves(params, len(s.divisions), fixed_topology=fixed_topologies(s, groups),
+                                      trees=groups), s.propset, 0, 0)
+    for line in model_summary_lines(s, params) + [""]:
+        con.print(line)
+    if not moves:
+        raise CommandError("every move has prob 0 (propset): MrBayes stops with 'Problem allocating usedMoves'")
+    for line in move_lines(moves) + [""]:
         con.print(line)
     return ckp
 

@@ -76,6 +76,7 @@ class Settings:
     ordered_model: frozenset = frozenset()
     deleted: frozenset = frozenset()            # `delete`d taxa (0-based); mbgpu.deleted_taxa
     taxa_left_out: int = 0                      # in the analysis view of mbgpu.deleted_taxa: how many
+    propset: list = field(default_factory=list)  # mbgpu.propset.MoveSetting, in command order
 
     @classmethod
     def fresh(cls, defaults: dict[str, dict[str, Any]]) -> "Settings":
@@ -99,7 +100,7 @@ class Settings:
         """New data: forget character sets, partitions, models and trees tied to the old data."""
         self.matrix, self.data_file = matrix, data_file
         self.charsets, self.partitions, self.unlinked, self.startvals = {}, {}, {}, {}
-        self.startvals_grid = None
+        self.startvals_grid, self.propset = None, []
         self.outgroup, self.excluded, self.stored, self.sumt_outgroup = 0, set(), [], 0
         self.taxsets, self.constraints = {}, {}
         self.ordered, self.ordered_model, self.deleted = frozenset(), frozenset(), frozenset()

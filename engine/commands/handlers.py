@@ -13,6 +13,7 @@ from mbgpu import constraints
 from mbgpu.commands import helptext
 from mbgpu.commands.params import PriorValue, resolve
 from mbgpu.commands.char_cmds import do_charstat, do_ctype, take_ctypes
+from mbgpu.commands.propset_cmd import do_propset, forget_after, forget_on_resize
 from mbgpu.commands.showmatrix import do_showmatrix
 from mbgpu.commands.taxa_cmds import do_constraint, do_delete, do_taxastat, do_taxset
 from mbgpu.commands.values import Assignment, parse_assignments
@@ -69,7 +70,9 @@ def _need_data(interp, cmd) -> None:
 
 def do_set(interp, spec, cmd) -> None:
     s = interp.settings
-    for name, value, a in assignments(spec, cmd):
+    got = assignments(spec, cmd)
+    forget_after(s, "Set", [name for name, _, _ in got])
+    for name, value, a in got:
         if name == "Partition":
             _need_data(interp, cmd)
             try:
@@ -137,6 +140,7 @@ def do_mcmc(interp, spec, cmd, run: bool = True) -> None:
     if got and not run:
         _need_data(interp, cmd)      # MrBayes' mcmcp and ssp set nothing before a matrix exists
     for name, value, _ in got:
+        forget_on_resize(s, name, value)
         s.mcmc[name] = value
         if name in ("Nruns", "Nchains") and s.startvals_grid is not None:
             # MrBayes keeps start values in a runs x chains grid that each setting resizes: chains it
@@ -162,6 +166,7 @@ def do_ss(interp, spec, cmd, run: bool = True) -> None:
     for name, value, a in got:
         if name == "Alpha" and value <= 0:
             raise _located(cmd, a.value.token, CommandError("alpha=%s: it must be greater than 0" % a.value.token.text))
+        forget_on_resize(interp.settings, name, value)
         (interp.settings.ss if name in SS_ONLY else interp.settings.mcmc)[name] = value
     if not run:
         adopt_run_count(interp.settings)
@@ -526,7 +531,7 @@ _HANDLERS = {
     "Constraint": lambda i, s, c: _with_data(do_constraint, i, s, c),
     "Delete": lambda i, s, c: _with_data(do_delete, i, s, c),
     "Taxastat": lambda i, s, c: _with_data(do_taxastat, i, s, c),
-    "Restore": lambda i, s, c: _with_data(do_delete, i, s, c),
+    "Restore": lambda i, s, c: _with_data(do_delete, i, s, c), "Propset": do_propset,
 }
 
 
@@ -542,5 +547,6 @@ def run(interp, spec, cmd) -> None:
     """Execute one resolved command (and after those that make MrBayes' model read the character types,
     take them in: mbgpu.commands.char_cmds)."""
     _HANDLERS.get(spec.name, do_stored)(interp, spec, cmd)
+    forget_after(interp.settings, spec.name)
     if spec.name in _TAKE_CTYPES:
         take_ctypes(interp, cmd)

@@ -299,6 +299,12 @@ def build_table() -> dict[str, CommandSpec]:
         CommandSpec("Ctype", "sets character types: unordered or ordered (dollo and irreversible are not supported "
                     "yet)", [], "ctype unordered|ordered: 1-10 NAME ...;"),
         CommandSpec("Charstat", "shows the status of the characters", [], "charstat;"),
+        CommandSpec("Propset", "sets a move's relative proposal probability ($prob) or its start tuning "
+                    "($lambda, $alpha, $delta, $p_ext, ...), as named in the move list printed at mcmc start; "
+                    "(run,chain) after a tuning parameter sets it for one chain; as in MrBayes, a new nruns, "
+                    "lset, prset and other model changes discard the settings and a new nchains those of "
+                    "the chains that go (docs/user-guide.md)", [],
+                    "propset NAME$PARAM[(run,chain)]=VALUE ...;"),
         CommandSpec("Showmatrix", "shows the data matrix (every taxon and character, as stored)", [], "showmatrix;"),
         CommandSpec("Taxastat", "shows the status of the taxa (included, constraints, outgroup)", [], "taxastat;"),
         CommandSpec("Usertree", "deprecated in MrBayes: define the tree in a trees block and use startvals", [],
@@ -329,7 +335,7 @@ _NOT_YET = [
     ("Databreaks", "data breaks"),
 ("Deroot", "unroots user tree"), ("Disclaimer", "disclaimer"),
     ("Manual", "writes a manual"),
-    ("Plot", "plots parameters"), ("Propset", "move proposal settings"),
+    ("Plot", "plots parameters"),
 ("Root", "roots user tree"), ("Showbeagle", "backend resources"),
     ("Showmcmctrees", "shows MCMC trees"), ("Showmoves", "shows moves"),
     ("Showparams", "shows parameters"), ("Showusertrees", "shows user trees"),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbgpu import constraints
+from mbgpu import constraints, propset
 from mbgpu.deleted_taxa import gammadir_constant
 from mbgpu.memory_check import Table, available_bytes, check_fits, likelihood_bytes
 from mbgpu.model_settings import build_division_models, rate_multipliers
@@ -205,7 +205,8 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
             parts = [PartSlot(lanes.new(k, tips, ps.weights, build_model(spec), fixed_mult[div - 1]), div, spec,
                               fixed_mult[div - 1], groups.of_division(div))
                      for k, (div, spec, ps, tips) in enumerate(inputs)]
-            chains.append(Chain(run, c, rng, trees, [p.value for p in params], parts, copy_moves(template),
-                                prior, ctxs, params, shared))
+            moves = propset.apply(copy_moves(template), settings.propset, run, c)
+            chains.append(Chain(run, c, rng, trees, [p.value for p in params], parts, moves, prior, ctxs, params,
+                                shared))
         runs.append(chains)
     return runs, params

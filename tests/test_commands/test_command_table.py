@@ -129,6 +129,11 @@ SCREENS = {
     "showmatrix": "test_commands/test_showmatrix.py::test_matches_mrbayes",
 }
 
+# Commands whose words the table does not list (propset's NAME$PARAM=VALUE) -> the test against MrBayes.
+FREE_FORM = {
+    "propset": "test_commands/test_propset.py::test_move_list_and_mcmc_header_like_mrbayes",
+}
+
 # Options that do not change an analysis in MrBayes either: BEAGLE's resource and threading choices, and
 # the questions MrBayes asks at an interactive prompt that mbgpu does not ask (it behaves as `mb FILE` does).
 INERT = {
@@ -218,6 +223,13 @@ def test_per_tree_options_are_implemented_and_checked():
 def test_screens_are_implemented_and_checked():
     table = build_table()
     for name, ref in SCREENS.items():
+        assert table[name].implemented and not table[name].params, name
+        assert _test_exists(ref), "%s -> %s (no such test)" % (name, ref)
+
+
+def test_free_form_commands_are_implemented_and_checked():
+    table = build_table()
+    for name, ref in FREE_FORM.items():
         assert table[name].implemented and not table[name].params, name
         assert _test_exists(ref), "%s -> %s (no such test)" % (name, ref)
 

@@ -279,6 +279,8 @@ def test_a_stopped_reweighted_run_continues_exactly(extra, gen, tmp_path, monkey
 @pytest.mark.parametrize("extra, message", [
     (CODON + "prset ratepr=variable;",
      "mcmc reweight with a free rate multiplier (prset ratepr=variable) is not supported yet"),
+    (CODON + "unlink brlens=(all); mcmcp starttree=parsimony;",
+     "mcmc reweight with starttree=parsimony and unlinked branch lengths in a linked topology"),
 ])
 def test_what_is_not_supported_yet_is_refused(extra, message, tmp_path, monkeypatch):
     text = ("#NEXUS\nbegin mrbayes;\nset autoclose=yes nowarn=yes;\nexecute primates.nex;\n%s\n"

@@ -13,11 +13,11 @@ import pytest
 from scipy import integrate, stats
 
 from mbgpu.clock import fbd_moves as fm
-from mbgpu.clock.distributions import FIXED, GAMMA_MEAN_SD, UNIFORM
+from mbgpu.clock.distributions import FIXED, GAMMA_MEAN_SD, UNIFORM, ln_lognormal_pdf
 from mbgpu.clock.fbd_moves import add_branch, del_branch
 from mbgpu.clock.fossilized import ln_fossilized_bd
-from mbgpu.clock.param_moves import (EXTINCTION_DELTA, FOSSILIZATION_DELTA, SPECIATION_LAMBDA, SPECIATION_MAX,
-                                     SPECIATION_MIN, extinction_slider, fossilization_slider, speciation_multiplier)
+from mbgpu.clock.param_moves import (CLOCKRATE_LAMBDA, EXTINCTION_DELTA, FOSSILIZATION_DELTA, SPECIATION_LAMBDA, SPECIATION_MAX,
+                                     SPECIATION_MIN, clock_rate_multiplier, extinction_slider, fossilization_slider, speciation_multiplier)
 from mbgpu.clock.rooted import children
 from mbgpu.core import rng
 from tests.test_clock.test_param_moves import compile_kernels, jit_with, run_mrbayes, seed, two_sample_ok
@@ -32,7 +32,8 @@ FOSSILS = (TAXA.index("Homo_sapiens"), TAXA.index("Macaca_fuscata"))
 RATE = 0.02
 FOSSIL_CMDS = ("prset brlenspr=clock:fossilization clockratepr=fixed(0.02) nodeagepr=calibrated %s; "
                "calibrate Homo_sapiens=fixed(1.0) Macaca_fuscata=fixed(0.5);")
-ADD, DEL, SPECIATION, EXTINCTION, FOSSILIZATION = range(5)
+ADD, DEL, SPECIATION, EXTINCTION, FOSSILIZATION, CLOCKRATE = range(6)
+NO_EVENTS = np.zeros(0, dtype=np.int64)
 AGE_P = np.array([1.0, 1.0, 0.0])          # treeagepr Gamma(1,1) (mean, sd), the default
 
 
@@ -41,20 +42,22 @@ def tree():
     return parent, children(parent), depth, n_tips
 
 
-def _fbd_chain(s, weights, parent, kids, depth, n_tips, rate, rates, shifts, n, thin, use_jacobian):
+def _fbd_chain(s, weights, parent, kids, depth, n_tips, clock_rate, rates, shifts, n, thin, use_jacobian):
     """MH over the fossils' parent depths (and the FBD rates where their weights are > 0), moves picked
     by MrBayes' relative weights; target = the FBD prior with Exp(10) net_speciation and Beta(1,1) rates.
     `rates` = (net_speciation, relative_extinction, relative_fossilization per interval, oldest first) for the
-    fossil-sampling rate shift times `shifts`. Samples: (Homo's branch length, Macaca's, then `rates`)."""
+    fossil-sampling rate shift times `shifts`; clock_rate[0] moves with weight weights[5] under
+    clockratepr lognormal(ln 0.02, 0.3). Samples: (Homo's branch length, Macaca's, `rates`, clock rate, TH)."""
     cal_kind = np.full(parent.shape[0], -1)
     cal_min, cal_max = np.zeros(parent.shape[0]), np.full(parent.shape[0], math.inf)
-    out = np.empty((n, 2 + rates.shape[0]))
+    out = np.empty((n, 4 + rates.shape[0]))
     keep_d, keep_r = depth.copy(), rates.copy()
     fossilization = rates[2:]
     total = weights.sum()
 
     def target():
-        return (math.log(10.0) - 10.0 * rates[0]
+        rate = clock_rate[0]
+        return (math.log(10.0) - 10.0 * rates[0] + ln_lognormal_pdf(math.log(RATE), 0.3, rate)
                 + ln_fossilized_bd(parent, depth, n_tips, rate, rates[0], rates[1], fossilization, 1.0, 0,
                                    GAMMA_MEAN_SD, AGE_P, False, shifts))
 
@@ -63,6 +66,8 @@ def _fbd_chain(s, weights, parent, kids, depth, n_tips, rate, rates, shifts, n, 
         for _ in range(thin):
             keep_d[:] = depth
             keep_r[:] = rates
+            old_rate = clock_rate[0]
+            rate = clock_rate[0]
             u = rng.uniform(s) * total
             move = 0
             while u > weights[move]:
@@ -82,17 +87,21 @@ def _fbd_chain(s, weights, parent, kids, depth, n_tips, rate, rates, shifts, n, 
                 r = speciation_multiplier(s, rates[0:1], SPECIATION_LAMBDA, SPECIATION_MIN, SPECIATION_MAX)
             elif move == EXTINCTION:
                 r = extinction_slider(s, rates[1:2], EXTINCTION_DELTA)
-            else:
+            elif move == FOSSILIZATION:
                 r = fossilization_slider(s, fossilization, FOSSILIZATION_DELTA)
+            else:
+                r = clock_rate_multiplier(s, clock_rate, parent, depth, CLOCKRATE_LAMBDA, NO_EVENTS)
             new = target() if r > -math.inf else -math.inf
             if math.log(rng.uniform(s)) < new - lp + r:
                 lp = new
             else:
                 depth[:] = keep_d
                 rates[:] = keep_r
+                clock_rate[0] = old_rate
         out[i, 0] = depth[parent[FOSSIL_HOMO]] - depth[FOSSIL_HOMO]
         out[i, 1] = depth[parent[FOSSIL_MACACA]] - depth[FOSSIL_MACACA]
-        out[i, 2:] = rates
+        out[i, 2:2 + rates.shape[0]] = rates
+        out[i, -2], out[i, -1] = clock_rate[0], depth.max()
     return out
 
 
@@ -106,7 +115,8 @@ def chain():
 
 def run_ours(chain, weights, rates, k, n=4000, thin=20, use_jacobian=True, shifts=()):
     parent, kids, depth, n_tips = tree()
-    return chain(seed(k), np.array(weights, dtype=np.float64), parent, kids, depth, n_tips, RATE,
+    weights = list(weights) + [0.0] * (6 - len(weights))
+    return chain(seed(k), np.array(weights, dtype=np.float64), parent, kids, depth, n_tips, np.array([RATE]),
                  np.array(rates, dtype=np.float64), np.array(shifts, dtype=np.float64), n, thin, use_jacobian)
 
 
@@ -201,6 +211,20 @@ def test_fossilization_with_rate_shifts_like_mrbayes(chain, mb_double, tmp_path)
     for k in range(3):
         two_sample_ok(ours[:, 4 + k], rows[:, first + k], "relative_fossilization %d" % (k + 1))
     two_sample_ok(np.mean(ours[:, :2] == 0.0, axis=1), p["prop_ancfossil"][1:], "prop_ancfossil")
+
+
+def test_clock_rate_with_sampled_ancestors_like_mrbayes(chain, mb_double, tmp_path):
+    """Multiplier(Clockrate) (clockratepr lognormal(ln 0.02, 0.3)) beside AddBranch/DelBranch: sampled
+    ancestors keep their zero-length branches, the ages stay, and clock rate, TH and prop_ancfossil are
+    sampled as by mb-double."""
+    ours = run_ours(chain, [15, 15, 0, 0, 0, 3], [0.1, 0.9, 0.1], 15, n=4000, thin=100)
+    p, _ = run_mrbayes(mb_double, tmp_path, FOSSIL_CMDS.replace("fixed(0.02)", "lognormal(%r,0.3)" % math.log(RATE))
+                       % "speciationpr=fixed(0.1) extinctionpr=fixed(0.9) fossilizationpr=fixed(0.1)", TF,
+                       ["AddBranch(V)", "DelBranch(V)", "Multiplier(Clockrate)"], 200000, 50)
+    two_sample_ok(ours[:, -2], p["clockrate"][1:], "clockrate")
+    two_sample_ok(ours[:, -1], p["TH"][1:], "TH")
+    two_sample_ok(np.mean(ours[:, :2] == 0.0, axis=1), p["prop_ancfossil"][1:], "prop_ancfossil")
+    assert stats.kstest(ours[:, -2], stats.lognorm(0.3, scale=RATE).cdf).pvalue > 1e-3
 
 
 def test_counts_and_aborts():

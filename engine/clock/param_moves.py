@@ -32,7 +32,7 @@ FOSSILIZATION_DELTA, FOSSILIZATION_TARGET, FOSSILIZATION_WEIGHT = 0.1, 0.25, 3.0
 POPSIZE_LAMBDA, POPSIZE_TARGET, POPSIZE_WEIGHT = 2.0 * math.log(1.5), 0.25, 1.0
 
 # value bounds of the moves
-CLOCKRATE_MIN, CLOCKRATE_MAX = POS_MIN, POS_INFINITY          # the clockrate parameter's min/max
+CLOCKRATE_MIN, CLOCKRATE_MAX = POS_MIN, POS_INFINITY          # param->min/max of clockrate: assumed, model.c unread
 SPECIATION_MIN, SPECIATION_MAX = 0.000001, 1000.0             # speciationpr=exponential (uniform: its bounds)
 EXTINCTION_MIN, EXTINCTION_MAX = 0.0, 0.99999
 FOSSILIZATION_MIN, FOSSILIZATION_MAX = 0.00001, 1.0

@@ -11,10 +11,12 @@ import types
 import numba
 import numpy as np
 
-from mbgpu.clock.cpp_moves import (CPPLAMBDA_MAX, CPPLAMBDA_MIN, WEIGHT_ADD_DELETE, WEIGHT_CPP_RATE,
-                                   WEIGHT_DRAW_MULTIPLIER, WEIGHT_DRAW_POSITION)
+from mbgpu.clock.cpp_moves import (WEIGHT_ADD_DELETE, WEIGHT_DRAW_MULTIPLIER, WEIGHT_DRAW_POSITION,
+                                   move_cpp_add_delete, move_cpp_multiplier, move_cpp_position, move_cpp_rate)
+from mbgpu.clock.relaxed import ln_cpp_events, ln_igr_rates, ln_tk02_rates
 from mbgpu.clock.relaxed_moves import (IGRVAR_MAX, IGRVAR_MIN, TK02VAR_MAX, TK02VAR_MIN, WEIGHT_IGR_BRLENS,
-                                       WEIGHT_IGRVAR, WEIGHT_TK02_BRLENS, WEIGHT_TK02VAR)
+                                       WEIGHT_TK02_BRLENS, move_igr_branch_rate, move_igrvar,
+                                       move_tk02_branch_rate, move_tk02var)
 from mbgpu.clock.rooted import children
 from mbgpu.core import rng
 
@@ -178,9 +180,9 @@ def ks_ok(a: np.ndarray, cdf_or_b, level: float = 1.95) -> tuple:
         d = max(np.max(i / a.size - f), np.max(f - (i - 1) / a.size))
         bound = level / math.sqrt(na)
     else:
+        nb = ess(cdf_or_b)
         b = np.sort(np.asarray(cdf_or_b, dtype=float))
         grid = np.concatenate([a, b])
         d = np.max(np.abs(np.searchsorted(a, grid, "right") / a.size - np.searchsorted(b, grid, "right") / b.size))
-        nb = ess(b)
         bound = level * math.sqrt((na + nb) / (na * nb))
     return d < bound, d, bound

@@ -66,6 +66,26 @@ def test_compiled_moves_equal_interpreted(jitted):
         assert jitted[name](_state(3), *args) == pytest.approx(want, abs=1e-14)
 
 
+def test_compiled_lengths_equal_interpreted(jitted):
+    """The effective-length and tree-change kernels compile and agree with the interpreted ones."""
+    depth = DEPTH.copy()
+    depth[7] = 0.3
+    nodes = np.array([2, 6, 7])
+    rates = np.linspace(0.6, 1.4, PARENT.size)
+    for name in ("igr_after_tree_change", "tk02_after_tree_change"):
+        mine, theirs = np.zeros(9), np.zeros(9)
+        assert jitted[name](PARENT, depth, rates, theirs, nodes) == vars(rl)[name](PARENT, depth, rates, mine, nodes)
+        np.testing.assert_allclose(mine, theirs, atol=1e-15)
+    mine, theirs = _cpp_state(np.arange(9) % 4), _cpp_state(np.arange(9) % 4)
+    want = rl.cpp_after_tree_change(LENGTH, PARENT, KIDS, depth, *mine, nodes)
+    assert jitted["cpp_after_tree_change"](LENGTH, PARENT, KIDS, depth, *theirs, nodes) == pytest.approx(want)
+    np.testing.assert_allclose(mine[3], theirs[3], atol=1e-15)
+    for name in ("cpp_merge", "cpp_split"):
+        assert jitted[name](0, 5, *theirs[:3], 0.1, 0.3) == vars(rl)[name](0, 5, *mine[:3], 0.1, 0.3)
+        for a, b in zip(mine[:3], theirs[:3]):
+            np.testing.assert_allclose(a, b, atol=1e-15)
+
+
 def test_cpp_effective_length_by_hand():
     """Two events on the AB branch (positions from its top: 0.25 x1.5, 0.5 x2) and one on A's branch: the
     branch's mean rate and the rates passed up to A and B, as UpdateCppEvolLength computes them."""
@@ -199,3 +219,95 @@ def test_cpp_rate_samples_its_prior(jitted):
     lam, _, _, _ = _run_cpp(jitted, 6, 1.0, cpp_moves.WEIGHT_CPP_RATE, 2_000_000, 200)
     ok, d, bound = ks_ok(lam, stats.expon(scale=1.0).cdf)
     assert ok, (d, bound)
+
+
+# --- against mb-double: `mcmc data=no` on the same fixed tree, tree moves off, only the relaxed-clock moves
+
+TREE_MOVES_OFF = ("propset ExtSprClock(Tau,V)$prob=0 NNIClock(Tau,V)$prob=0 ParsSPRClock(Tau,V)$prob=0 "
+                  "NodesliderClock(V)$prob=0 TreeStretch(V)$prob=0;")
+NUMBER = r"([0-9.eE+-]+)"
+
+
+def run_mrbayes(mb_double, folder, prset: str, ngen: int = 1_000_000, samplefreq: int = 500) -> tuple:
+    """mb-double's (.p columns as arrays, .t branch annotations as an array (samples, branches, values)),
+    the first 10 % of samples dropped; nchains/nruns go in mcmcp before propset (mcmc would reset them)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.nex").write_text(
+        "#NEXUS\nbegin data; dimensions ntax=5 nchar=1; format datatype=dna; matrix\n"
+        "A A\nB A\nC A\nD A\nE A\n; end;\n"
+        "begin trees; tree t1 = [&R] %s end;\n"
+        "begin mrbayes; set seed=11 swapseed=11;\n"
+        "lset nst=1 rates=equal; prset statefreqpr=fixed(equal) brlenspr=clock:uniform %s;\n"
+        "startvals tau=t1 v=t1; mcmcp nchains=1 nruns=1 mcmcdiagn=no checkpoint=no;\n%s\n"
+        "mcmc data=no ngen=%d samplefreq=%d printfreq=%d filename=x;\nend;\n"
+        % (NEWICK, prset, TREE_MOVES_OFF, ngen, samplefreq, ngen))
+    done = subprocess.run([str(mb_double), "run.nex"], cwd=folder, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    moves = done.stdout.split("following moves:")[1].split("\n\n")[0]
+    assert "Clock(" not in moves and "TreeStretch" not in moves, moves
+    lines = (folder / "x.p").read_text().splitlines()[1:]
+    header, rows = lines[0].split("\t"), np.array([[float(x) for x in ln.split("\t")] for ln in lines[1:]])
+    keep = rows.shape[0] // 10
+    columns = {name: rows[keep:, i] for i, name in enumerate(header)}
+    annotation = re.compile(r":%s((?:\[&[EB] [A-Za-z0-9]+ %s\])+)" % (NUMBER, NUMBER))
+    trees = [ln for ln in (folder / "x.t").read_text().splitlines() if ln.strip().startswith("tree gen.")]
+    branches = [[[float(m.group(1))] + [float(x) for x in re.findall(r" ([0-9.eE+-]+)\]", m.group(2))]
+                 for m in annotation.finditer(t.split("=", 1)[1])] for t in trees]
+    return columns, np.array(branches)[keep:]
+
+
+def by_length(values: np.ndarray, lengths: np.ndarray) -> dict:
+    """{branch length (rounded): all values of the branches of that length} (sister tips pooled)."""
+    out = {}
+    for j in range(values.shape[1]):
+        key = round(float(lengths[j]), 6)
+        out[key] = np.concatenate([out.get(key, np.zeros(0)), values[:, j]])
+    return out
+
+
+def assert_same(mine: np.ndarray, theirs: np.ndarray, what) -> None:
+    ok, d, bound = ks_ok(mine, theirs)
+    assert ok, (what, d, bound, mine.mean(), theirs.mean())
+
+
+def _compare_rates(mine_eff, mrbayes_branches, rate_of) -> None:
+    """Per branch length: the rates read from the effective lengths agree with mb-double's .t (ours
+    rounded to the 7 digits the .t prints, so that the point mass at 1 of a CPP branch without events
+    falls on the same number)."""
+    lengths = mrbayes_branches[0, :, 0]
+    mine_eff = np.vectorize(lambda x: float("%e" % x))(mine_eff)
+    theirs = by_length(rate_of(mrbayes_branches[:, :, -1], lengths), lengths)
+    mine = by_length(rate_of(mine_eff[:, :-1], LENGTH[:-1]), LENGTH[:-1])
+    assert sorted(theirs) == sorted(mine)
+    for key in mine:
+        assert_same(mine[key], theirs[key], key)
+
+
+def test_igr_as_mrbayes(mb_double, tmp_path, jitted):
+    """clockvarpr=igr (igrvar ~ Exp(10)): igrvar and each branch's rate (IgrBrlens x / length) as mb-double's."""
+    columns, branches = run_mrbayes(mb_double, tmp_path, "clockvarpr=igr")
+    var, eff = _run_igr(jitted, 7, 0.1, rm.WEIGHT_IGRVAR, 2_000_000, 200)
+    assert_same(var, columns["igrvar"], "igrvar")
+    _compare_rates(eff * LENGTH, branches, lambda e, lengths: e / lengths)
+
+
+def test_tk02_as_mrbayes(mb_double, tmp_path, jitted):
+    """clockvarpr=tk02 (tk02var ~ Exp(1)): tk02var and each branch's mean rate (TK02Brlens x / length)."""
+    columns, branches = run_mrbayes(mb_double, tmp_path, "clockvarpr=tk02")
+    nu, eff = _run_tk02(jitted, 8, 2.0, rm.WEIGHT_TK02VAR, 2_000_000, 200)
+    assert_same(nu, columns["tk02var"], "tk02var")
+    _compare_rates(eff, branches, lambda e, lengths: e / lengths)
+
+
+def test_cpp_as_mrbayes(mb_double, tmp_path, jitted):
+    """clockvarpr=cpp cppratepr=exponential(1): cppRate, the number of events (n_CPP), each branch's event
+    count ([&E CppEvents k]) and mean rate ([&B CppEvents x] / length) as mb-double's."""
+    columns, branches = run_mrbayes(mb_double, tmp_path, "clockvarpr=cpp cppratepr=exponential(1)")
+    lam, events, eff, _ = _run_cpp(jitted, 9, 1.0, cpp_moves.WEIGHT_CPP_RATE, 2_000_000, 200)
+    assert_same(lam, columns["cppRate"], "cppRate")
+    assert_same(events.sum(axis=1).astype(float), columns["n_CPP"], "n_CPP")
+    lengths = branches[0, :, 0]
+    theirs, mine = by_length(branches[:, :, 1], lengths), by_length(events[:, :-1].astype(float), LENGTH[:-1])
+    for key in mine:
+        assert_same(mine[key], theirs[key], ("events", key))
+    _compare_rates(eff, branches, lambda e, lengths: e / lengths)

@@ -6,9 +6,9 @@ when depths or the topology change (the relaxed-clock blocks at the end of those
 Branch rates and CPP events stay with node ids: a tree move only changes lengths (and parents), so after it
 the caller recomputes the effective lengths and adds the returned proposal term:
 - igr / tk02: no proposal term; -inf where MrBayes aborts because an updated effective length left
-  [RELBRLENS_MIN, RELBRLENS_MAX] (NodesliderClock, TreeStretch, NNIClock, ExtSPRClock and
-  Multiplier(Clockrate) check the branches they changed, every branch for TreeStretch and Multiplier(Clockrate); ExtSSClock,
-  weight 0 by default, checks none: pass no nodes);
+  [RELBRLENS_MIN, RELBRLENS_MAX] (NodesliderClock, NNIClock and ExtSPRClock check the branches they
+  changed, TreeStretch and Multiplier(Clockrate) every branch; ExtSSClock, weight 0 by default, checks
+  none: pass no nodes);
 - cpp: Σ n_events[v] ln(new length / old length) over the branches whose length the move changed with
   their events kept at the same relative positions (all of them for NodesliderClock, TreeStretch, NNIClock,
   Multiplier(Clockrate); only the pruned branch v for ExtSPRClock, whose other branches move their events

@@ -23,6 +23,13 @@ import numpy as np
 from mbgpu.clock.relaxed_moves import RELBRLENS_MAX, RELBRLENS_MIN
 
 
+def branch_lengths_of(parent, depth, out) -> None:
+    """out[v] = the branch length above v (0 at the root): the `old_length` a tree move records before it
+    changes depths, for cpp_length_jacobian."""
+    for v in range(parent.shape[0]):
+        out[v] = depth[parent[v]] - depth[v] if parent[v] >= 0 else 0.0
+
+
 def igr_effective_lengths(parent, depth, rates, eff) -> None:
     """eff[v] = rates[v] x the branch length above v (UpdateIgrBrachLengths); 0 at the root."""
     for v in range(parent.shape[0]):

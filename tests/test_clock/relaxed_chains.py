@@ -14,6 +14,7 @@ import numpy as np
 from mbgpu.clock.cpp_moves import (WEIGHT_ADD_DELETE, WEIGHT_DRAW_MULTIPLIER, WEIGHT_DRAW_POSITION,
                                    move_cpp_add_delete, move_cpp_multiplier, move_cpp_position, move_cpp_rate)
 from mbgpu.clock.relaxed import ln_cpp_events, ln_igr_rates, ln_tk02_rates
+from mbgpu.clock.relaxed_lengths import branch_lengths_of, cpp_after_tree_change
 from mbgpu.clock.relaxed_moves import (IGRVAR_MAX, IGRVAR_MIN, TK02VAR_MAX, TK02VAR_MIN, WEIGHT_IGR_BRLENS,
                                        WEIGHT_TK02_BRLENS, move_igr_branch_rate, move_igrvar,
                                        move_tk02_branch_rate, move_tk02var)
@@ -34,7 +35,7 @@ KERNELS = {
     "relaxed": ["ln_tk02_lognormal", "ln_igr_rates", "ln_tk02_rates", "ln_cpp_events"],
     "relaxed_moves": ["reflect_multiplied", "multiply", "move_igrvar", "move_tk02var", "pick_timed_branch",
                       "_in_bounds", "move_igr_branch_rate", "move_tk02_branch_rate"],
-    "relaxed_lengths": ["igr_effective_lengths", "tk02_effective_lengths", "cpp_branch_factor",
+    "relaxed_lengths": ["branch_lengths_of", "igr_effective_lengths", "tk02_effective_lengths", "cpp_branch_factor",
                         "cpp_effective_lengths", "lengths_in_bounds", "igr_after_tree_change",
                         "tk02_after_tree_change", "cpp_length_jacobian", "cpp_after_tree_change", "cpp_merge",
                         "cpp_split"],
@@ -55,7 +56,7 @@ def jit_kernels() -> dict:
             out[name] = numba.njit(types.FunctionType(f.__code__, space, name, f.__defaults__, f.__closure__))
         spaces.append(space)
     mine = dict(globals())
-    for name in ("igr_chain", "tk02_chain", "cpp_chain", "_accept"):
+    for name in ("igr_chain", "tk02_chain", "cpp_chain", "slider_cpp_chain", "_accept"):
         out[name] = numba.njit(types.FunctionType(globals()[name].__code__, mine, name))
     spaces.append(mine)
     for space in spaces:
@@ -152,6 +153,46 @@ def cpp_chain(s, parent, kids, depth, state, lam, sigma, prior_rate, w_rate, tun
                 if n_events[v] > 0:
                     out_mult[k] = multipliers[v, 0]
                     break
+
+
+def slider_cpp_chain(s, parent, kids, depth, state, lam, sigma, window, n_gen, thin, out_depth, out_events):
+    """Node CDE's depth (a flat prior between its older child DE and the root, as a node slider with
+    reflection) together with the CPP events (cppRate fixed): the depth move adds cpp_after_tree_change's
+    term for the three branches it changes; records the depth and the event counts."""
+    n_events, positions, multipliers, eff = state
+    changed = np.array([2, 6, 7])
+    lo, hi = depth[6], depth[8]
+    cur = ln_cpp_events(parent, depth, n_events, multipliers, lam, sigma)
+    keep = (n_events.copy(), positions.copy(), multipliers.copy(), eff.copy())
+    total = 1.0 + WEIGHT_ADD_DELETE + WEIGHT_DRAW_POSITION + WEIGHT_DRAW_MULTIPLIER
+    old_length = np.zeros(parent.shape[0])
+    for g in range(n_gen):
+        u = rng.uniform(s) * total
+        if u < 1.0:
+            old_depth = depth[7]
+            branch_lengths_of(parent, depth, old_length)
+            d = old_depth + (rng.uniform(s) - 0.5) * window
+            while d < lo or d > hi:
+                d = 2.0 * lo - d if d < lo else 2.0 * hi - d
+            depth[7] = d
+            ln_q = cpp_after_tree_change(old_length, parent, kids, depth, n_events, positions, multipliers, eff,
+                                         changed)
+        elif u < 1.0 + WEIGHT_ADD_DELETE:
+            ln_q = move_cpp_add_delete(s, parent, kids, depth, n_events, positions, multipliers, eff, sigma)
+        elif u < 1.0 + WEIGHT_ADD_DELETE + WEIGHT_DRAW_POSITION:
+            ln_q = move_cpp_position(s, parent, kids, depth, n_events, positions, multipliers, eff)
+        else:
+            ln_q = move_cpp_multiplier(s, parent, kids, depth, n_events, positions, multipliers, eff, sigma)
+        new = ln_cpp_events(parent, depth, n_events, multipliers, lam, sigma)
+        if _accept(s, new - cur + ln_q):
+            keep[0][:], keep[1][:], keep[2][:], keep[3][:], cur = n_events, positions, multipliers, eff, new
+        else:
+            n_events[:], positions[:], multipliers[:], eff[:] = keep
+            if u < 1.0:
+                depth[7] = old_depth
+        if (g + 1) % thin == 0:
+            out_depth[(g + 1) // thin - 1] = depth[7]
+            out_events[(g + 1) // thin - 1, :] = n_events
 
 
 def ess(x: np.ndarray) -> float:

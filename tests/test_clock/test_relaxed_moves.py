@@ -114,6 +114,17 @@ def test_extspr_merge_split_keep_absolute_positions():
     np.testing.assert_allclose(mults[5, :3], before[2])
 
 
+def test_grow_before_a_row_fills():
+    """`grow` doubles the event slots once a row is one short of full and keeps the events."""
+    events, positions, mults, _ = _cpp_state(np.array([2, 0, 0, 0, 0, CAP - 1, 0, 0, 0]))
+    wider_p, wider_m = cpp_moves.grow(positions, mults, events)
+    assert wider_p.shape == (9, 2 * CAP) and wider_m.shape == (9, 2 * CAP)
+    np.testing.assert_array_equal(wider_p[:, :CAP], positions)
+    np.testing.assert_array_equal(wider_m[:, :CAP], mults)
+    events[5] = 3
+    assert cpp_moves.grow(positions, mults, events)[0] is positions
+
+
 def test_tree_change_terms():
     """After a depth change the CPP term is Σ n ln(new/old) over the listed branches, and an effective igr
     length out of MrBayes' bounds aborts the tree move (-inf)."""
@@ -218,6 +229,26 @@ def test_cpp_rate_samples_its_prior(jitted):
     """cppRate with an Exponential(1) prior and the events free: its marginal is its prior."""
     lam, _, _, _ = _run_cpp(jitted, 6, 1.0, cpp_moves.WEIGHT_CPP_RATE, 2_000_000, 200)
     ok, d, bound = ks_ok(lam, stats.expon(scale=1.0).cdf)
+    assert ok, (d, bound)
+
+
+def _run_slider(jitted, seed, n_gen, thin, lam=3.0):
+    state, depth = _cpp_state(), DEPTH.copy()
+    out_depth, out_events = np.zeros(n_gen // thin), np.zeros((n_gen // thin, PARENT.size), dtype=np.int64)
+    jitted["slider_cpp_chain"](_state(seed), PARENT, KIDS, depth, state, lam, 0.4, 0.2, n_gen, thin, out_depth,
+                               out_events)
+    return out_depth, out_events
+
+
+def test_cpp_terms_of_a_depth_move(jitted):
+    """A node-depth slider with cpp_after_tree_change's term, beside the CPP moves: the node's depth keeps
+    its flat prior (the CPP prior is normalised for every tree) and the number of events is the mixture
+    over that depth of Poisson(λ TL), TL = depth + 0.97 (MrBayes' NodesliderClock CPP block)."""
+    depth, events = _run_slider(jitted, 10, 1_000_000, 100)
+    ok, d, bound = ks_ok(depth, stats.uniform(0.07, 0.33).cdf)
+    assert ok, (d, bound)
+    grid = np.linspace(0.07, 0.4, 401)[:, None]
+    ok, d, bound = discrete_ok(events.sum(axis=1), lambda k: stats.poisson(3.0 * (grid + 0.97)).cdf(k).mean(axis=0))
     assert ok, (d, bound)
 
 

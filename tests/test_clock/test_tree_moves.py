@@ -281,18 +281,46 @@ def test_calibrated_node_and_tip_dates_like_mrbayes(mb_double, tmp_path):
     assert (depths[:, 1] == 0.2).all()
 
 
-def test_birth_death_node_ages_like_mrbayes(mb_double, tmp_path):
-    """clock:birthdeath with fixed rates (net speciation 2, relative extinction 0.5; treeagepr Gamma(1,1)):
-    the root age and the interior node ages in rank order as in MrBayes' data=no sample."""
-    theirs = _mrbayes_sample(mb_double, tmp_path, "birthdeath", "prset speciationpr=fixed(2) extinctionpr=fixed(0.5);")
-    parent, depth = _caterpillar(6, 0.5)
-    n, root = parent.size, parent.size - 1
+def _ranked_case(case):
+    """(MrBayes brlenspr, its extra commands, our log prior, its arguments, depth bounds) on 6 taxa."""
+    n, root = 11, 10
     flags = np.zeros(n, dtype=bool)
     dist, kind, age_p = _age_prior("gamma", 1.0, 1.0)
-    lo, hi = tm.depth_bounds(n, 6, root, 1.0, root_ages=(dist.min, dist.max))
-    _, depths, _ = pc.sample(parent, depth, 6, pc.jit_over(_bd_prior), (2.0, 0.5, kind, age_p), lo, hi, flags,
+    free_root = (dist.min, dist.max)
+    if case == "birthdeath":
+        return ("birthdeath", "prset speciationpr=fixed(2) extinctionpr=fixed(0.5);", _bd_prior,
+                (2.0, 0.5, kind, age_p), tm.depth_bounds(n, 6, root, 1.0, root_ages=free_root))
+    if case == "treeage-fixed":
+        dist, kind, age_p = _age_prior("fixed", 0.8)
+        return ("uniform", "prset treeagepr=fixed(0.8);", _uniform_prior, (kind, age_p, flags, flags)
+                + _no_calibrations(n), tm.depth_bounds(n, 6, root, 1.0, root_ages=(dist.min, dist.max)))
+    cal = age_distribution("uniform", (1.0, 2.0))          # root calibration: treeagepr not used
+    kinds, params = _no_calibrations(n)
+    kinds[root], params[root, :2] = cal.kind, cal.params
+    dated = flags.copy()
+    dated[root] = True
+    return ("uniform", "constraint all6 = 1-6; prset topologypr=constraints(all6) nodeagepr=calibrated; "
+            "calibrate all6=uniform(1.0,2.0);", _uniform_prior, (kind, age_p, dated, dated, kinds, params),
+            tm.depth_bounds(n, 6, root, 1.0, {root: (cal.min, cal.max)}, free_root))
+
+
+@pytest.mark.parametrize("case", ["birthdeath", "treeage-fixed", "root-calibrated"])
+def test_node_ages_like_mrbayes(case, mb_double, tmp_path):
+    """The root age and the interior node ages in rank order as in MrBayes' data=no sample:
+    clock:birthdeath with fixed rates (net speciation 2, relative extinction 0.5; treeagepr Gamma(1,1)),
+    clock:uniform with treeagepr=fixed(0.8) (the root never moves) and with the root calibrated
+    uniform(1,2) (a constraint on all taxa; the tree-age prior then does not apply)."""
+    prset, extra, prior, pargs, (lo, hi) = _ranked_case(case)
+    theirs = _mrbayes_sample(mb_double, tmp_path, prset, extra)
+    parent, depth = _caterpillar(6, 0.8 if case == "treeage-fixed" else 1.5)
+    _, depths, _ = pc.sample(parent, depth, 6, pc.jit_over(prior), pargs, lo, hi, np.zeros(11, dtype=bool),
                              len(theirs), 400, seed=9, tunings=TUNED, burnin=20000)
     ours = np.sort(depths[:, 6:], axis=1)
     mine = np.array([np.sort(d[6:]) for _, d in theirs])
+    if case == "treeage-fixed":
+        assert (ours[:, -1] == 0.8).all() and np.allclose(mine[:, -1], 0.8, atol=1e-6)
+        ours, mine = ours[:, :-1], mine[:, :-1]
+    if case == "root-calibrated":
+        assert stats.kstest(ours[:, -1], "uniform", args=(1.0, 1.0)).pvalue > P_MIN
     for k in range(ours.shape[1]):
         _compare(ours[:, k], mine[:, k], "interior age rank %d" % k)

@@ -128,6 +128,45 @@ def test_uniform_prior_labelled_histories_uniform(n_tips, n_histories, weights, 
     assert stats.kstest((depths[:, n_tips:root] / depths[:, root:]).ravel(), "uniform").pvalue > P_MIN
 
 
+def _all_histories(n_tips):
+    """Every labelled history of n_tips tips as _history keys: each order of pairwise coalescences."""
+    out = set()
+
+    def grow(lineages, merged):
+        if len(lineages) == 1:
+            out.add(tuple(merged))
+            return
+        for i in range(len(lineages)):
+            for j in range(i + 1, len(lineages)):
+                rest = [m for k, m in enumerate(lineages) if k not in (i, j)]
+                grow(rest + [lineages[i] | lineages[j]], merged + [lineages[i] | lineages[j]])
+
+    grow([1 << k for k in range(n_tips)], [])
+    return out
+
+
+@pytest.mark.parametrize("weights, p_ext", [(pc.WEIGHTS[:3] + (0.0,), 0.8), (pc.WEIGHTS[:2] + (0.0, pc.WEIGHTS[3]), 0.5)])
+def test_constrained_histories_uniform(weights, p_ext):
+    """With the clade {0,1,2} locked (a constraint, undated) the uniform prior is flat over the labelled
+    histories that keep the clade: ExtSprClock (its walks blocked at locked nodes) and NNIClock (never at a
+    locked node) each visit exactly those, equally."""
+    n_tips = 5
+    dist, kind, age_p = _age_prior("gamma", 1.0, 1.0)
+    parent, depth = _caterpillar(n_tips, 1.0)                  # node 6 = ((0,1),2)
+    n, root = parent.size, parent.size - 1
+    flags, locked = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    locked[6] = True
+    lo, hi = tm.depth_bounds(n, n_tips, root, 1.0, root_ages=(dist.min, dist.max))
+    pargs = (kind, age_p, flags, locked) + _no_calibrations(n)
+    want = {h for h in _all_histories(n_tips) if 0b00111 in h}
+    parents, depths, _ = pc.sample(parent, depth, n_tips, pc.jit_over(_uniform_prior), pargs, lo, hi, locked,
+                                   150 * len(want), 1000, seed=13, weights=weights,
+                                   tunings=TUNED[:2] + (p_ext, 0.0), burnin=10000)
+    counts = Counter(_history(p, d, n_tips) for p, d in zip(parents, depths))
+    assert set(counts) == want
+    assert stats.chisquare(list(counts.values())).pvalue > P_MIN
+
+
 # ------------------------------------------------------------------------------- kernel checks
 def _random_state(seed):
     from mbgpu.core import rng

@@ -283,6 +283,18 @@ def _path(parent, v):
     return out
 
 
+def _compare_clades(ours, theirs):
+    """Each clade's frequency in our trees and MrBayes' within 5 binomial standard errors."""
+    def freqs(parents):
+        count = Counter(tuple(_clade(p, v)) for p in parents for v in range(6, p.size))
+        return {c: k / len(parents) for c, k in count.items()}
+    a, b = freqs(ours), freqs(theirs)
+    for c in set(a) | set(b):
+        x, y = a.get(c, 0.0), b.get(c, 0.0)
+        se = math.sqrt(max(x * (1 - x), 1e-4) / len(ours) + max(y * (1 - y), 1e-4) / len(theirs))
+        assert abs(x - y) < 5 * se, "clade %s: ours %.4f, MrBayes %.4f" % (c, x, y)
+
+
 def _compare(ours, theirs, what):
     """Two-sample KS of one statistic between our chain and MrBayes'."""
     p = stats.ks_2samp(ours, theirs).pvalue
@@ -292,7 +304,7 @@ def _compare(ours, theirs, what):
 def test_calibrated_node_and_tip_dates_like_mrbayes(mb_double, tmp_path):
     """clock:uniform with a calibrated clade (hpg = Homo Pan Gorilla ~ uniform(0.3,0.6)), a tip dated
     uniform(0.05,0.4) (Tarsius, moves) and a tip fixed at 0.2 (Lemur): the ages of hpg, of Tarsius and of
-    the root as in MrBayes' data=no sample."""
+    the root, and the clade frequencies, as in MrBayes' data=no sample."""
     extra = ("constraint hpg = Homo_sapiens Pan Gorilla; prset topologypr=constraints(hpg) nodeagepr=calibrated; "
              "calibrate hpg=uniform(0.3,0.6) Tarsius_syrichta=uniform(0.05,0.4) Lemur_catta=fixed(0.2);")
     theirs = _mrbayes_sample(mb_double, tmp_path, "uniform", extra)
@@ -318,6 +330,7 @@ def test_calibrated_node_and_tip_dates_like_mrbayes(mb_double, tmp_path):
     _compare(depths[:, 0], [d[0] for _, d in theirs], "Tarsius age")
     _compare(depths[:, root], [d.max() for _, d in theirs], "root age")
     assert (depths[:, 1] == 0.2).all()
+    _compare_clades(parents, [p for p, _ in theirs])
 
 
 def _ranked_case(case):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from mbgpu.clock.rooted import root_of
-from mbgpu.clock.tree_moves import BRLENS_MIN
+from mbgpu.clock.param_moves import BRLENS_MIN
 from mbgpu.core import rng
 
 

@@ -21,13 +21,9 @@ import math
 
 import numpy as np
 
+from mbgpu.clock.fbd_moves import TREEHEIGHT_MAX
+from mbgpu.clock.param_moves import BRLENS_MAX, BRLENS_MIN
 from mbgpu.core import rng
-
-# MrBayes' bayes.h limits (float literals there, so rounded to single precision as MrBayes reads them)
-BRLENS_MIN = float(np.float32(1e-8))
-BRLENS_MAX = 100.0
-TIME_MIN = float(np.float32(1e-11))
-TREEHEIGHT_MAX = 1000.0
 
 # default tuning, autotune target acceptance rate and relative weight (showmoves, docs/plans/clocks.md §4)
 NODESLIDER_DELTA, NODESLIDER_TARGET, NODESLIDER_WEIGHT = 0.05, 0.25, 20.0

@@ -1,8 +1,13 @@
-"""Clock-tree prior densities of MrBayes 3.2.7a (issue 22, first layer): pure functions of plain arrays.
+"""Clock trees of MrBayes 3.2.7a (issue 22): prior densities and moves as pure functions of plain arrays.
 
-`distributions` holds the calibration / treeagepr / clockratepr densities with MrBayes' parameterizations,
-`rooted` the rooted-tree arrays they read (parent, node depths in substitution units, tips = ids below
-n_tips), `tree_priors` the clock tree priors (uniform incl. calibrated sub-trees, birth-death, coalescent,
-fossilized birth-death) and `relaxed` the branch-rate priors (igr, tk02, cpp). Nothing here is wired into
-the sampler yet: every clock prior is still refused at the command (docs/plans/clocks.md).
+Priors: `distributions` (calibration / treeagepr / clockratepr densities with MrBayes' parameterizations),
+`rooted` (the rooted-tree arrays: parent, node depths in substitution units, tips = ids below n_tips),
+`tree_priors` (uniform incl. calibrated sub-trees, birth-death, coalescent), `fossilized` (fossilized
+birth-death), `relaxed` (igr, tk02, cpp branch-rate priors), `special` (MrBayes' LnGamma, LnFactorial).
+Moves, written for the compiled core (state changed in place, log proposal ratio returned): `tree_moves`
+(NodesliderClock, TreeStretch, depth bounds), `topology_moves` (ExtSprClock, NNIClock), `param_moves`
+(clock rate, tree-prior parameters), `fbd_moves` (AddBranch/DelBranch), `relaxed_moves` and `cpp_moves`
+(branch-rate moves), `relaxed_lengths` (effective branch lengths, the tree moves' relaxed-clock terms).
+Nothing here is wired into the sampler yet: clock priors are refused at the command (docs/plans/clocks.md,
+docs/plans/clocks-integration.md).
 """

@@ -114,23 +114,31 @@ class MC3:
                 self.console.print(chain_line(gen, self.runs, self.ranks, hms(left), o.printall, o.printmax))
             if self.stepping is not None:
                 self._stepping(gen)
-            elif o.mcmcdiagn and gen % o.diagnfreq == 0:
-                if o.nruns > 1:
-                    self.console.print("")
-                stat = self.sink.diagnose(gen, self)
-                stop = stat is not None and o.stoprule and stat <= o.stopval
-                if o.nruns > 1 and gen < o.ngen - o.printfreq and not stop:
-                    self.console.print("")
-                for line in self.sink.comparison_lines():
-                    self.console.print(line)
-                if stop:
-                    self.console.print("%sStopping: the diagnostic %.6f is below stopval %.3f" % (IND, stat, o.stopval))
+            elif o.mcmcdiagn and (gen % o.diagnfreq == 0 or gen == o.ngen):
+                if self._diagnose(gen):
                     break
             if self.after_generation is not None and self.after_generation(self, gen):
                 break
         self.elapsed = time.time() - start
         self.wall_seconds, self.cpu_seconds = int(time.time()) - wall0, time.process_time() - cpu0
         return self.gen
+
+    def _diagnose(self, gen: int) -> bool:
+        """Split-frequency diagnostics at every diagnfreq and, as MrBayes does, at the last generation
+        (a row that an append=yes continuation drops again: sink.diagnose); True: the stop rule fired."""
+        o = self.opts
+        if o.nruns > 1:
+            self.console.print("")
+        stat = self.sink.diagnose(gen, self, kept=gen % o.diagnfreq == 0)
+        stop = stat is not None and o.stoprule and stat <= o.stopval
+        if o.nruns > 1 and gen < o.ngen - o.printfreq and not stop:
+            self.console.print("")
+        for line in self.sink.comparison_lines():
+            self.console.print(line)
+        if stop:
+            self.console.print("")
+            self.console.print("%sAnalysis stopped because convergence diagnostic hit stop value." % IND)
+        return bool(stop)
 
     def _stepping(self, gen: int) -> None:
         """An ss run's diagnostics (also at its steps' ends; no stop rule) and step bookkeeping."""

@@ -83,6 +83,7 @@ class FileSink:
                 self.t[r].append(TFileWriter(tf, run_ids[r], settings.matrix.taxa, header=head,
                                              param=self.trees.param_name(k)))    # tree{all}: partitioned
         self.mcmc = None
+        self.mcmc_kept = None      # .mcmc bytes an append=yes continuation keeps (None: all; diagnose)
         self.mcmc_path = "%s.mcmc" % stem
         self.run_id = run_ids[0]
         if append and os.path.exists(self.mcmc_path):
@@ -113,9 +114,10 @@ class FileSink:
             for counter, k in zip(self.tree_splits, self.trees.firsts()):
                 counter.add_tree(r, trees[k])
 
-    def diagnose(self, gen: int, mc3, show: bool = True):
+    def diagnose(self, gen: int, mc3, show: bool = True, kept: bool = True):
         """The split-frequency statistic on the screen and a .mcmc row; show=False (an ss step's burn-in):
-        the row repeats the last statistic, as MrBayes' does."""
+        the row repeats the last statistic, as MrBayes' does. kept=False (the last generation, off the
+        diagnfreq cycle): MrBayes' append=yes drops that row, so checkpoints record the size before it."""
         stat, o = None, self.opts
         if o.nruns > 1 and not show:
             stat = self.last_stat if self.last_stat is not None else 0.0
@@ -128,6 +130,10 @@ class FileSink:
         pairs = None
         if o.allcomps and self.last_pairs is not None:
             pairs = [[p[3] if self._maximum() else p[2] for p in per_tree] for per_tree in self.last_pairs]
+        self.mcmc_kept = None
+        if not kept:
+            self.mcmc.stream.flush()
+            self.mcmc_kept = self.mcmc.stream.size
         self.mcmc.row(gen, self._moves(mc3), mc3.swaps, stat, pairs)
         self.last_stat = stat
         return None if self.no_splits else self.stop_stat(stat)
@@ -192,8 +198,8 @@ class FileSink:
         for fh in self.files:
             fh.sync()
             sizes[fh.name] = fh.size
-        return {p: sizes.get(p, -1) for run in self.paths for p in run} | \
-            {self.mcmc_path: sizes.get(self.mcmc_path, -1)}
+        mcmc = sizes.get(self.mcmc_path, -1) if self.mcmc_kept is None else self.mcmc_kept
+        return {p: sizes.get(p, -1) for run in self.paths for p in run} | {self.mcmc_path: mcmc}
 
     def close(self) -> None:
         """Write each .t file's `end;` and close every file; after a failed write only close them (the

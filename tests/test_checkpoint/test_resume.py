@@ -34,12 +34,27 @@ def test_append_is_byte_identical(reference, tmp_path, monkeypatch, n):
 
 
 def test_leftover_rows_and_files_after_the_checkpoint_are_dropped(reference, tmp_path, monkeypatch):
-    """As after a crash: rows past the checkpoint, and a .mcmc file the checkpoint did not know, go."""
-    run_text(tmp_path, block(45, "checkfreq=1000"), monkeypatch, "a.nex")  # before the first diagnostic (60)
-    assert not (tmp_path / "r.mcmc").exists()
-    (tmp_path / "r.mcmc").write_text("left over by a crashed run\n")
+    """As after a crash: rows past the checkpoint, and a .mcmc file the checkpoint did not know, go. The run
+    to 45 checkpoints at 40 (kept as r.ckp.h5~, before the first diagnostic at 60) and at 45, after its
+    last-generation .mcmc row; without r.ckp.h5 the continuation starts from r.ckp.h5~."""
+    run_text(tmp_path, block(45, "checkfreq=20"), monkeypatch, "a.nex")
+    assert (tmp_path / "r.mcmc").exists() and (tmp_path / "r.ckp.h5~").exists()
+    (tmp_path / "r.ckp.h5").unlink()
+    with open(tmp_path / "r.mcmc", "a") as fh:
+        fh.write("left over by a crashed run\n")
     with open(tmp_path / "r.run1.p", "a") as fh:
         fh.write("60\t-1.0\t-2.0\n")
+    text = run_text(tmp_path, block(T, "checkfreq=1000 append=yes"), monkeypatch, "b.nex")
+    assert "at generation 40" in text
+    assert same_outputs(reference, tmp_path) == []
+
+
+def test_append_drops_the_last_generation_diagnostics(reference, tmp_path, monkeypatch):
+    """A run to 100 (diagnfreq 60) writes .mcmc rows 60 and 100; its continuation keeps 60 only, then goes on
+    to the rows of a straight run (MrBayes' append does the same: tests/test_output/test_mcmcfile.py)."""
+    run_text(tmp_path, block(100, "checkfreq=1000"), monkeypatch, "a.nex")
+    gens = [l.split("\t")[0] for l in (tmp_path / "r.mcmc").read_text().splitlines() if l[:1].isdigit()]
+    assert gens == ["60", "100"]
     run_text(tmp_path, block(T, "checkfreq=1000 append=yes"), monkeypatch, "b.nex")
     assert same_outputs(reference, tmp_path) == []
 

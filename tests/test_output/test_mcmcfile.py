@@ -1,5 +1,6 @@
 """The .mcmc file's preamble and header as MrBayes 3.2.7a writes them (engine/output/mcmcfile.py)."""
 import doctest
+import re
 import types
 
 import pytest
@@ -77,3 +78,41 @@ def test_partitioned_header_like_mrbayes(mb, tmp_path, monkeypatch, case):
     run_mb(mb, folder, block % "theirs")
     run_ours(folder, block % "ours", monkeypatch)
     assert _head(folder / "ours.mcmc") == _head(folder / "theirs.mcmc")
+
+
+def _gens(path) -> list[int]:
+    return [int(l.split("\t")[0]) for l in path.read_text().splitlines() if l[:1].isdigit()]
+
+
+def _screen_shape(text: str) -> list[str]:
+    """The screen from 'Chain results' to 'Analysis completed', numbers and chain markers blanked."""
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if "Chain results" in l)
+    end = next(i for i in range(start, len(lines)) if "Analysis completed" in lines[i])
+    return ["#" if " -- " in l else re.sub(r"[0-9.]+$", "N", l.rstrip()) for l in lines[start:end]]
+
+
+@pytest.mark.parametrize("ngen,diagnfreq,nruns", [(170, 100, 2), (100, 1000, 2), (150, 100, 1), (200, 100, 2)])
+def test_last_generation_is_diagnosed_like_mrbayes(mb_double, tmp_path, monkeypatch, ngen, diagnfreq, nruns):
+    """MrBayes diagnoses at every diagnfreq and at the last generation: a .mcmc row (the file even when
+    ngen < diagnfreq) and, with several runs, a screen line, with the same blank lines around it."""
+    folder = stage(tmp_path, TEST_DATA / "primates.nex")
+    block = (" set seed=3 swapseed=4; execute primates.nex;\n mcmc ngen=%d nruns=%d nchains=2 samplefreq=10"
+             " printfreq=50 diagnfreq=%d filename=%%s;" % (ngen, nruns, diagnfreq))
+    theirs = run_mb(mb_double, folder, block % "theirs")
+    ours = run_ours(folder, block % "ours", monkeypatch)
+    assert _gens(folder / "ours.mcmc") == _gens(folder / "theirs.mcmc")
+    assert _gens(folder / "ours.mcmc")[-1] == ngen
+    assert _screen_shape(ours) == _screen_shape(theirs)
+
+
+@pytest.mark.parametrize("first", [150, 200])
+def test_append_drops_the_last_generation_row_like_mrbayes(mb_double, tmp_path, monkeypatch, first):
+    """mcmc append=yes after a run whose last generation is off the diagnfreq cycle: MrBayes keeps the rows
+    at multiples of diagnfreq and drops that last one (measured: 100 150 -> 100 200 300)."""
+    folder = stage(tmp_path, TEST_DATA / "primates.nex")
+    block = (" set seed=3 swapseed=4; execute primates.nex;\n mcmc ngen=%d nchains=2 samplefreq=10 printfreq=50"
+             " diagnfreq=100 checkfreq=100 filename=%%s;\n mcmc ngen=300 append=yes;" % first)
+    run_mb(mb_double, folder, block % "theirs")
+    run_ours(folder, block % "ours", monkeypatch)
+    assert _gens(folder / "ours.mcmc") == _gens(folder / "theirs.mcmc") == [100, 200, 300]

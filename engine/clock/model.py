@@ -70,7 +70,7 @@ class ClockModel:
     cpprate: ScalarPrior
     cppmultdev: float                   # sigma of the CPP log rate multipliers (Fixed only)
     calibrated: bool                    # prset nodeagepr=calibrated: the calibrations below are used
-    node_calibrations: tuple[Calibration, ...]
+    node_calibrations: tuple[Calibration, ...]     # of the constraints the topology prior enforces
     tip_calibrations: tuple[Calibration, ...]
 
     @property
@@ -142,6 +142,13 @@ def is_clock(prset) -> bool:
     return prset["Brlenspr"].kind == "Clock"
 
 
+def _enforced(settings, divisions) -> set[str]:
+    """The constraints of the tree's `prset topologypr=constraints(...)` (lower case): MrBayes dates only
+    those of the calibrated constraints."""
+    pr = settings.topology_prior([i - 1 for i in divisions])
+    return {str(a).lower() for a in pr.args} if pr is not None and pr.kind == "Constraints" else set()
+
+
 def model_of(settings, divisions: tuple[int, ...]) -> ClockModel:
     """The ClockModel of the tree of 1-based `divisions` (all clock divisions).
 
@@ -158,7 +165,8 @@ def model_of(settings, divisions: tuple[int, ...]) -> ClockModel:
     pr = first.prset
     rate = clock_rate_distribution(pr["Clockratepr"].kind, pr["Clockratepr"].args)
     calibrated = pr["Nodeagepr"] == "Calibrated"
-    cals = tuple(settings.calibrations.values()) if calibrated else ()
+    cals = tuple(c for c in settings.calibrations.values() if c.tip or c.name.lower() in _enforced(settings, divisions)) \
+        if calibrated else ()
     return ClockModel(
         divisions=tuple(divisions), tree_prior=TREE_PRIORS[pr["Brlenspr"].sub.kind],
         tree_age=age_distribution(pr["Treeagepr"].kind, pr["Treeagepr"].args), clock_rate=rate,

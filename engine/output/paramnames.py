@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from mbgpu.datatypes import DNA
 from mbgpu.output import report_formats
-from mbgpu.param_kinds import CLOCK, KIND, MULTIPLIERS, PARAMS, TREE
+from mbgpu.param_kinds import CLOCK, CLOCK_KIND, KIND, MULTIPLIERS, PARAMS, TREE
 from mbgpu.parameters import is_free, link_groups
 
 _AA3 = ("Ala", "Arg", "Asn", "Asp", "Cys", "Gln", "Glu", "Gly", "His", "Ile", "Leu", "Lys", "Met", "Phe", "Pro",
@@ -81,13 +81,14 @@ class ModelParameter:
     datatype: str          # of its first division ('standard' statefreq is MrBayes' Alpha_symdir)
 
     def name(self, n_divisions: int) -> str:
-        base = "Alpha_symdir" if self.kind == "statefreq" and self.datatype == "standard" else KIND[self.kind].title
+        kind = CLOCK_KIND.get(self.kind) or KIND[self.kind]
+        base = "Alpha_symdir" if self.kind == "statefreq" and self.datatype == "standard" else kind.title
         return base + part_suffix(self.divisions, n_divisions)
 
     def type_name(self) -> str:
         if self.kind == "statefreq" and self.datatype == "standard":
             return "Symmetric diricihlet/beta distribution alpha_i parameter"   # sic, MrBayes' spelling
-        return KIND[self.kind].type_name
+        return (CLOCK_KIND.get(self.kind) or KIND[self.kind]).type_name
 
 
 def model_parameters(settings, params) -> list[ModelParameter]:
@@ -107,6 +108,20 @@ def model_parameters(settings, params) -> list[ModelParameter]:
             d = divs[g[0] - 1]
             is_estimated = (k.kind, g) in free or (not tree and is_free(k.kind, d))
             out.append(ModelParameter(k.kind, g, d.prset[k.prset], is_estimated, d.datatype))
+    return out + _clock_parameters(settings, trees["brlens"])
+
+
+def _clock_parameters(settings, trees) -> list[ModelParameter]:
+    """The clock parameters MrBayes lists after Tau and V: for each clock tree, its kinds in CLOCK's order."""
+    from mbgpu.output.clock_summary import clock_kinds
+
+    per_tree = [(g, clock_kinds(settings, g)) for g in trees]
+    out = []
+    for k in CLOCK:
+        for g, kinds in per_tree:
+            if k in kinds:
+                d = settings.divisions[g[0] - 1]
+                out.append(ModelParameter(k.kind, g, d.prset[k.prset] if k.prset else None, False, d.datatype))
     return out
 
 

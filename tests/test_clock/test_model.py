@@ -226,3 +226,41 @@ def test_clock_settings_leave_an_unconstrained_analysis_alone(mb_double, tmp_pat
     assert rows["ours", "plain"][0] == rows["mb", "plain"][0]
     ours, theirs = (rows[who, "plain"][1].split("\t") for who in ("ours", "mb"))
     assert [float(x) for x in ours] == pytest.approx([float(x) for x in theirs], rel=1e-6)
+
+
+SHOWMODEL = {
+    "fbd_igr_tips": CASES["tipdated_fbd_igr"] + " prset treeagepr=gamma(2,3) clockratepr=normal(1,0.5) "
+                    "speciationpr=uniform(1,2) fossilizationpr=fixed(0.1);",
+    "calibrated_nodes_and_tips": APES + " constraint root = 1-12; prset brlenspr=clock:uniform topologypr=constraints"
+                                 "(apes) nodeagepr=calibrated; calibrate Lemur_catta=fixed(0.1) apes=uniform(0.15,0.25)"
+                                 " Tarsius_syrichta=gamma(0.2,0.05);",
+    "root_calibrated": APES + " constraint root = 1-12; prset brlenspr=clock:birthdeath topologypr=constraints(root) "
+                       "nodeagepr=calibrated; calibrate root=uniform(0.5,1);",
+    "calibration_not_enforced": APES + " prset brlenspr=clock:uniform nodeagepr=calibrated; calibrate "
+                                "apes=uniform(0.15,0.25);",
+    "coalescence_cpp": "prset brlenspr=clock:coalescence clockvarpr=cpp clockratepr=exponential(2) "
+                       "popsizepr=normal(2,1) nodeagepr=calibrated; calibrate Lemur_catta=fixed(0.1);",
+    "birthdeath_tk02": "prset brlenspr=clock:birthdeath clockvarpr=tk02 samplestrat=diversity sampleprob=0.5;",
+    "uniform_fixed_age": "prset brlenspr=clock:uniform treeagepr=fixed(2) clockratepr=lognormal(-1,0.5);",
+}
+
+
+def _summary(text: str, spacer: int) -> list[str]:
+    """showmodel's lines from 'Model settings:' to the last parameter, blank lines and trailing spaces out."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.strip() == "Model settings:")
+    end = next((i for i in range(start, len(lines)) if lines[i].strip() == "Exiting mrbayes block"), len(lines))
+    return [ln.rstrip()[spacer:] for ln in lines[start:end] if ln.strip()]
+
+
+@pytest.mark.parametrize("case", list(SHOWMODEL))
+def test_showmodel_like_mrbayes(case, mb_double, tmp_path):
+    """`showmodel` of a clock model: the clock parameters' rows and paragraphs, V's calibration and tree-age
+    lines (MrBayes' quirks: an unenforced calibration counted but not listed, no tree age under the
+    coalescent or with the root calibrated), the relaxed clocks' Subparam. lines = mb-double's."""
+    commands = SHOWMODEL[case] + "\nshowmodel;"
+    (tmp_path / "mb").mkdir()
+    shutil.copy(DATA, tmp_path / "mb" / "primates.nex")
+    (tmp_path / "mb" / "s.nex").write_text("#NEXUS\nbegin mrbayes;\nexecute primates.nex;\n%s\nend;\n" % commands)
+    screen = subprocess.run([str(mb_double), "s.nex"], cwd=tmp_path / "mb", capture_output=True, text=True).stdout
+    assert _summary(output(_ours(tmp_path, commands)), 0) == _summary(screen, 3)

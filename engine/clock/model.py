@@ -158,15 +158,16 @@ def model_of(settings, divisions: tuple[int, ...]) -> ClockModel:
     first = settings.divisions[divisions[0] - 1]
     for i in divisions[1:]:
         d = settings.divisions[i - 1]
-        for key in _CLOCK_KEYS + ("Fossilshifts",):
-            if d.prset.get(key) != first.prset.get(key) or d.lset["Ploidy"] != first.lset["Ploidy"]:
-                raise NotImplementedYet("prset %s differing between divisions %d and %d of one clock tree is not "
-                                        "supported yet" % (key.lower(), divisions[0], i))
+        differ = [("prset", k) for k in _CLOCK_KEYS + ("Fossilshifts",) if d.prset.get(k) != first.prset.get(k)]
+        differ += [("lset", "Ploidy")] * (d.lset["Ploidy"] != first.lset["Ploidy"])
+        if differ:
+            raise NotImplementedYet("%s %s differing between divisions %d and %d of one clock tree is not supported "
+                                    "yet" % (differ[0][0], differ[0][1].lower(), divisions[0], i))
     pr = first.prset
     rate = clock_rate_distribution(pr["Clockratepr"].kind, pr["Clockratepr"].args)
     calibrated = pr["Nodeagepr"] == "Calibrated"
-    cals = tuple(c for c in settings.calibrations.values() if c.tip or c.name.lower() in _enforced(settings, divisions)) \
-        if calibrated else ()
+    enforced = _enforced(settings, divisions)
+    cals = tuple(c for c in settings.calibrations.values() if c.tip or c.name.lower() in enforced) if calibrated else ()
     return ClockModel(
         divisions=tuple(divisions), tree_prior=TREE_PRIORS[pr["Brlenspr"].sub.kind],
         tree_age=age_distribution(pr["Treeagepr"].kind, pr["Treeagepr"].args), clock_rate=rate,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mbgpu.clock.distributions import age_distribution, clock_rate_distribution
 from mbgpu.clock.model import clock_models
+from mbgpu.output.paramnames import part_suffix
 from mbgpu.param_kinds import CLOCK
 
 _IN = " " * 25          # the indentation of a parameter's continuation lines
@@ -38,6 +39,7 @@ def _f2(prior) -> str:
 def prior_lines(kind: str, prior, settings, divisions) -> list[str]:
     """`Prior = ...` text and its continuation lines for a clock parameter (prior: its PriorValue or None)."""
     m = _model(settings, divisions)
+    sfx = part_suffix(m.divisions, len(settings.divisions))      # the parameters' names carry it
     if kind == "clockrate":
         return [clock_rate_distribution(prior.kind, prior.args).text(), _IN + "The clock rate " +
                 _RATE_MODEL[m.clock_var]]
@@ -46,12 +48,13 @@ def prior_lines(kind: str, prior, settings, divisions) -> list[str]:
     if kind == "growth":
         return ["Fixed(%.2f)" % m.growth]
     if kind == "cppevents":
-        return ["Poisson (Lambda_cpp) [Events]", _IN + "Lognormal (0.00,%.2f) [Rate multipliers]" % m.cppmultdev]
+        return ["Poisson (Lambda_cpp%s) [Events]" % sfx,
+                _IN + "Lognormal (0.00,%.2f) [Rate multipliers]" % m.cppmultdev]
     if kind == "tk02rates":
-        return ["LogNormal (expectation = r_0, variance = TK02var * v) ",
+        return ["LogNormal (expectation = r_0, variance = TK02var%s * v) " % sfx,
                 _IN + "   [r_0 is beginning rate of branch, v is branch length]"]
     if kind == "igrrates":
-        return ["Gamma (expectation = v, variance = Igrvar * v) ", _IN + "   [where v is branch length]"]
+        return ["Gamma (expectation = v, variance = Igrvar%s * v) " % sfx, _IN + "   [where v is branch length]"]
     return [_f2(prior)]
 
 
@@ -61,7 +64,7 @@ def subparam(kind: str, settings, divisions) -> str | None:
     if m is None or m.clock_var not in _RELAXED:
         return None
     if kind in ("brlens", "igrvar", "tk02var", "cpprate", "cppmultdev"):
-        return _RELAXED[m.clock_var]
+        return _RELAXED[m.clock_var] + part_suffix(m.divisions, len(settings.divisions))
     return None
 
 

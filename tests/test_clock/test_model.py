@@ -48,7 +48,8 @@ CASES = {
     "fossilization_diversity_shift": "prset brlenspr=clock:fossilization samplestrat=diversity 1: 0.3 "
                                      "sampleprob=0.5;",
     "fossiltip": "prset brlenspr=clock:fossilization samplestrat=fossiltip;",
-    "shifts_forgotten": "prset brlenspr=clock:fossilization samplestrat=random 2: 0.5 0.2; prset samplestrat=diversity;",
+    "shifts_forgotten": "prset brlenspr=clock:fossilization samplestrat=random 2: 0.5 0.2; "
+                        "prset samplestrat=diversity;",
     "shifts_kept": "prset brlenspr=clock:fossilization samplestrat=random 2: 0.5 0.2; prset sampleprob=0.5;",
     "igr": "prset brlenspr=clock:uniform clockvarpr=igr clockratepr=lognormal(0,1);",
     "igr_exp": "prset brlenspr=clock:uniform clockvarpr=igr igrvarpr=exponential(4);",
@@ -255,6 +256,10 @@ SHOWMODEL = {
                        "popsizepr=normal(2,1) nodeagepr=calibrated; calibrate Lemur_catta=fixed(0.1);",
     "birthdeath_tk02": "prset brlenspr=clock:birthdeath clockvarpr=tk02 samplestrat=diversity sampleprob=0.5;",
     "uniform_fixed_age": "prset brlenspr=clock:uniform treeagepr=fixed(2) clockratepr=lognormal(-1,0.5);",
+    "partitioned_fbd_igr": PART + " lset applyto=(all) rates=gamma; unlink shape=(all); prset "
+                           "brlenspr=clock:fossilization clockvarpr=igr clockratepr=exponential(2);",
+    "partitioned_coal_cpp": PART + " prset brlenspr=clock:coalescence clockvarpr=cpp;",
+    "partitioned_tk02_tips": PART + " prset brlenspr=clock:uniform clockvarpr=tk02 nodeagepr=calibrated; " + TIPS,
 }
 
 

@@ -79,6 +79,45 @@ TREE = (KindText("topology", "Topology", "Tau", "Topology", "Topologypr"),
         KindText("brlens", "Brlens", "V", "Branch lengths", "Brlenspr"))
 KIND = MappingProxyType({k.kind: k for k in PARAMS + TREE})
 
+
+@dataclass(frozen=True)
+class ClockKind(KindText):
+    """A parameter of a clock tree: MrBayes' words and its `.p` label ('' where it has no column: fixed
+    only, or written per branch in the .t file). Start values depend on the prior: mbgpu.clock.model."""
+
+    column: str
+    applies: str              # when MrBayes has it: a tree prior ('birthdeath fossilization'), a clockvarpr, 'all'
+
+
+#: a clock tree's own parameters in MrBayes' order of types (its summary's Active parameters table); their
+#: `.p` columns come after the substitution parameters in this order, but for n_CPP and prop_ancfossil,
+#: which MrBayes writes right after TL (`clock_pfile_header`)
+CLOCK = (
+    ClockKind("net_speciation", "Speciationrate", "Net_speciation", "Speciation rate", "Speciationpr",
+              "net_speciation", "birthdeath fossilization"),
+    ClockKind("relative_extinction", "Extinctionrate", "Relative_extinction", "Extinction rate", "Extinctionpr",
+              "relative_extinction", "birthdeath fossilization"),
+    ClockKind("relative_fossilization", "Fossilizationrate", "Relative_fossilization", "Fossilization rate",
+              "Fossilizationpr", "relative_fossilization", "fossilization"),
+    ClockKind("popsize", "Popsize", "Popsize", "Coalescent process population size parameter", "Popsizepr",
+              "popsize", "coalescence"),
+    ClockKind("growth", "Growthrate", "R_pop", "Population growth rate", "", "", "coalescence"),
+    ClockKind("cppmultdev", "Cppmultdev", "Sigma_cpp", "Standard deviation (log) of CPP rate multipliers",
+              "Cppmultdevpr", "", "cpp"),
+    ClockKind("cpprate", "Cpprate", "Lambda_cpp", "Rate of rate-multiplying compound Poisson process",
+              "Cppratepr", "cppRate", "cpp"),
+    ClockKind("cppevents", "Cppevents", "CppEvents", "Events of rate-multiplying compound Poisson process", "",
+              "n_CPP", "cpp"),
+    ClockKind("tk02var", "TK02var", "TK02var", "Variance of lognormal distribution of branch rates", "TK02varpr",
+              "tk02var", "tk02"),
+    ClockKind("tk02rates", "TK02branchrates", "TK02Brlens", "Branch rates of TK02 relaxed clock", "", "", "tk02"),
+    ClockKind("igrvar", "Igrvar", "Igrvar", "Variance increase of igr model branch lenths", "Igrvarpr", "igrvar",
+              "igr"),
+    ClockKind("igrrates", "Igrbranchrates", "IgrBrlens", "Branch lengths of IGR relaxed clock", "", "", "igr"),
+    ClockKind("clockrate", "Clockrate", "Clockrate", "Base rate of clock", "Clockratepr", "clockrate", "all"),
+)
+CLOCK_KIND = MappingProxyType({k.kind: k for k in CLOCK})
+
 #: the models `prset aamodelpr=fixed(NAME)` names (MrBayes spells them capitalised: Poisson, ..., Lg)
 AA_MODELS = ("poisson", "jones", "dayhoff", "mtrev", "mtmam", "wag", "rtrev", "cprev", "vt", "blosum", "lg",
              "equalin", "gtr")

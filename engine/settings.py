@@ -68,6 +68,7 @@ class Settings:
     excluded: set = field(default_factory=set)  # 0-based excluded columns
     taxsets: dict[str, frozenset] = field(default_factory=dict)   # lower-case name -> 0-based taxa
     constraints: dict[str, Any] = field(default_factory=dict)     # lower-case name -> mbgpu.constraints.Constraint
+    calibrations: dict[str, Any] = field(default_factory=dict)    # lower-case name -> mbgpu.clock.model.Calibration
     stored: list = field(default_factory=list)  # commands kept for later (constraint, calibrate, ...)
     stamp: Any = ""                             # the ID of this session's last mcmc (sump/sumt write it)
     # `ctype ordered` (0-based standard columns): the character table's, and the model's as of the last
@@ -102,7 +103,7 @@ class Settings:
         self.charsets, self.partitions, self.unlinked, self.startvals = {}, {}, {}, {}
         self.startvals_grid, self.propset = None, []
         self.outgroup, self.excluded, self.stored, self.sumt_outgroup = 0, set(), [], 0
-        self.taxsets, self.constraints = {}, {}
+        self.taxsets, self.constraints, self.calibrations = {}, {}, {}
         self.ordered, self.ordered_model, self.deleted = frozenset(), frozenset(), frozenset()
         self.partitions["Default"] = default_partition(matrix)
         self.activate("Default")

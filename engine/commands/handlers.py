@@ -13,6 +13,7 @@ from mbgpu import constraints
 from mbgpu.commands import helptext
 from mbgpu.commands.params import PriorValue, resolve
 from mbgpu.commands.char_cmds import do_charstat, do_ctype, take_ctypes
+from mbgpu.commands.clock_cmds import do_calibrate, echo, fold_shift_times, refuse_clock
 from mbgpu.commands.propset_cmd import do_propset, forget_after, forget_on_resize
 from mbgpu.commands.showmatrix import do_showmatrix
 from mbgpu.commands.taxa_cmds import do_constraint, do_delete, do_taxastat, do_taxset
@@ -89,6 +90,9 @@ def do_set(interp, spec, cmd) -> None:
 def _model(interp, spec, cmd, attr: str) -> None:
     _need_data(interp, cmd)
     s = interp.settings
+    shifts: dict = {}
+    if attr == "prset":
+        cmd, shifts = fold_shift_times(cmd, spec.param_names())
     pairs = assignments(spec, cmd)
     applyto = "all"
     for name, value, a in pairs:
@@ -110,11 +114,17 @@ def _model(interp, spec, cmd, attr: str) -> None:
                             % (len(divisions), len(value.args)), a.value.token, CommandError)
     for j, i in enumerate(divisions):
         target = getattr(s.divisions[i], attr)
-        for name, value, _ in pairs:
+        for name, value, a in pairs:
             if name == "Ratepr" and value.kind == "Dirichlet":   # MrBayes: the j-th value to the j-th division
                 value = PriorValue("Dirichlet", (value.args[j],))
+            if name == "Samplestrat":         # MrBayes forgets earlier shift times at every samplestrat
+                target["Fossilshifts"] = shifts.get(id(a.name), ())
             if name != "Applyto":
                 target[name] = value
+    if attr == "prset":
+        for name, value, a in pairs:
+            for line in echo(name, value, shifts.get(id(a.name)), divisions, len(s.divisions)):
+                interp.console.print(line)
     s.reset_start_values()
 
 
@@ -152,6 +162,7 @@ def do_mcmc(interp, spec, cmd, run: bool = True) -> None:
     else:
         _need_data(interp, cmd)
         try:
+            refuse_clock(s, "mcmc")
             run_mcmc(interp)
         except MbgpuError as err:
             raise _located(cmd, cmd.tokens[0], err) from None
@@ -173,6 +184,7 @@ def do_ss(interp, spec, cmd, run: bool = True) -> None:
         return
     _need_data(interp, cmd)
     try:
+        refuse_clock(interp.settings, "ss")
         run_mcmc(interp, ss=stepping_stone.plan(interp.settings.mcmc, interp.settings.ss))
     except MbgpuError as err:
         raise _located(cmd, cmd.tokens[0], err) from None
@@ -532,6 +544,7 @@ _HANDLERS = {
     "Delete": lambda i, s, c: _with_data(do_delete, i, s, c),
     "Taxastat": lambda i, s, c: _with_data(do_taxastat, i, s, c),
     "Restore": lambda i, s, c: _with_data(do_delete, i, s, c), "Propset": do_propset,
+    "Calibrate": lambda i, s, c: _with_data(do_calibrate, i, s, c),
 }
 
 

@@ -102,6 +102,11 @@ _SPECIAL = {
     ("M3omegapr", "Exponential"): NONE,
     ("Brlenspr", "Unconstrained:Uniform"): (Arg("lower bound", 0.0, 0.0, "[]"), pos("upper bound")),
     ("Brlenspr", "Clock:Uniform"): NONE,
+    # treeagepr: the calibrations' parameterizations (mean and sd on the natural scale; MrBayes' DoPrsetParm)
+    ("Treeagepr", "Gamma"): (pos("mean"), pos("standard deviation")),
+    ("Treeagepr", "Lognormal"): (pos("mean"), pos("standard deviation")),
+    ("Treeagepr", "Offsetlognormal"): (nonneg("offset"), pos("mean"), pos("standard deviation")),
+    ("Treeagepr", "Offsetgamma"): (nonneg("offset"), pos("mean"), pos("standard deviation")),
 }
 
 # parameter -> the arguments of Fixed(...)

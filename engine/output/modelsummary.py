@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from mbgpu import constraints
 from mbgpu.output.paramnames import ModelParameter, model_parameters
-from mbgpu.param_kinds import KIND, PARAMS, SCALAR, TREE
+from mbgpu.output import clock_summary
+from mbgpu.param_kinds import CLOCK, CLOCK_KIND, KIND, PARAMS, SCALAR, TREE
 
 _IN = " " * 21      # MrBayes' indentation of a setting's explanation lines
 
@@ -198,7 +199,7 @@ def parameter_lines(settings, params) -> list[str]:
     else:
         out.append("      Parameters")
     out.append(rule)
-    for k in PARAMS + TREE:
+    for k in PARAMS + TREE + CLOCK:
         cells = ["  ." for _ in range(n)]
         for p in mps:
             if p.kind == k.kind:
@@ -211,11 +212,20 @@ def parameter_lines(settings, params) -> list[str]:
         out += ["      Parameters can be linked or unlinked across partitions using 'link' and 'unlink'", ""]
     for i, p in enumerate(mps):
         out += ["   %4d --  Parameter  = %s" % (i + 1, p.name(n)), "            Type       = %s" % p.type_name()]
-        out.append("            Prior      = %s" % _prior(p, i, settings))
+        if p.kind in CLOCK_KIND:
+            first, *more = clock_summary.prior_lines(p.kind, p.prior, settings, p.divisions)
+            out += ["            Prior      = %s" % first] + more
+        else:
+            out.append("            Prior      = %s" % _prior(p, i, settings))
         if p.kind == "topology" and p.prior.kind == "Constraints":
             out += ["                         " + c.describe() for c in constraints.named(settings, p.prior.args)]
+        if p.kind == "brlens" and p.prior.kind == "Clock":
+            out += clock_summary.brlens_lines(settings, p.divisions)
         if n > 1:
             out.append("            " + _partitions(p.divisions, n))
+        sub = clock_summary.subparam(p.kind, settings, p.divisions)
+        if sub is not None:
+            out.append("            Subparam.  = %s" % sub)
         if p.kind == "topology":
             subs = [q.name(n) for q in mps if q.kind == "brlens" and set(q.divisions) <= set(p.divisions)]
             if len(subs) == 1:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from mbgpu.datatypes import DNA
 from mbgpu.output import report_formats
-from mbgpu.param_kinds import KIND, MULTIPLIERS, PARAMS, TREE
+from mbgpu.param_kinds import CLOCK, CLOCK_KIND, KIND, MULTIPLIERS, PARAMS, TREE
 from mbgpu.parameters import is_free, link_groups
 
 _AA3 = ("Ala", "Arg", "Asn", "Asp", "Cys", "Gln", "Glu", "Gly", "His", "Ile", "Leu", "Lys", "Met", "Phe", "Pro",
@@ -81,13 +81,14 @@ class ModelParameter:
     datatype: str          # of its first division ('standard' statefreq is MrBayes' Alpha_symdir)
 
     def name(self, n_divisions: int) -> str:
-        base = "Alpha_symdir" if self.kind == "statefreq" and self.datatype == "standard" else KIND[self.kind].title
+        kind = CLOCK_KIND.get(self.kind) or KIND[self.kind]
+        base = "Alpha_symdir" if self.kind == "statefreq" and self.datatype == "standard" else kind.title
         return base + part_suffix(self.divisions, n_divisions)
 
     def type_name(self) -> str:
         if self.kind == "statefreq" and self.datatype == "standard":
             return "Symmetric diricihlet/beta distribution alpha_i parameter"   # sic, MrBayes' spelling
-        return KIND[self.kind].type_name
+        return (CLOCK_KIND.get(self.kind) or KIND[self.kind]).type_name
 
 
 def model_parameters(settings, params) -> list[ModelParameter]:
@@ -107,4 +108,62 @@ def model_parameters(settings, params) -> list[ModelParameter]:
             d = divs[g[0] - 1]
             is_estimated = (k.kind, g) in free or (not tree and is_free(k.kind, d))
             out.append(ModelParameter(k.kind, g, d.prset[k.prset], is_estimated, d.datatype))
+    return out + _clock_parameters(settings, trees["brlens"])
+
+
+def _clock_parameters(settings, trees) -> list[ModelParameter]:
+    """The clock parameters MrBayes lists after Tau and V: for each clock tree, its kinds in CLOCK's order."""
+    from mbgpu.output.clock_summary import clock_kinds
+
+    per_tree = [(g, clock_kinds(settings, g)) for g in trees]
+    out = []
+    for k in CLOCK:
+        for g, kinds in per_tree:
+            if k in kinds:
+                d = settings.divisions[g[0] - 1]
+                out.append(ModelParameter(k.kind, g, d.prset[k.prset] if k.prset else None, False, d.datatype))
+    return out
+
+
+def clock_pfile_header(settings, params, models) -> list[str]:
+    """pfile_header of an analysis on one clock tree (`models`: mbgpu.clock.model.clock_models), as MrBayes
+    3.2.7a writes it: `TH TL`, then `n_CPP` (cpp) and `prop_ancfossil` (fossilization), the substitution
+    parameters, then the free clock parameters in MrBayes' order (param_kinds.CLOCK). Under fossil-sampling
+    rate shifts MrBayes' header has one name too many: an empty one before relative_fossilization_1..s+1.
+
+    Raises:
+        NotImplementedYet: several trees with a clock among them (not measured against MrBayes yet).
+    """
+    from mbgpu.errors import NotImplementedYet
+
+    if len(models) != 1 or models[0] is None:
+        if any(m is not None for m in models):
+            raise NotImplementedYet("a clock tree beside other trees (unlink topology/brlens) is not supported yet")
+        return pfile_header(settings, params)
+    m = models[0]
+    sfx = part_suffix(m.divisions, len(settings.divisions))
+    head = ["TH", "TL"] + ["n_CPP"] * (m.clock_var == "cpp") + ["prop_ancfossil"] * (m.tree_prior == "fossilization")
+    return [c + sfx for c in head] + pfile_header(settings, params)[1:] + [
+        c + sfx if c else c for c in clock_columns(m)]
+
+
+def clock_columns(m) -> list[str]:
+    """The labels of a ClockModel's free parameters after the substitution ones (no suffix)."""
+    birth = m.tree_prior in ("birthdeath", "fossilization")
+    free = {"net_speciation": birth and not m.speciation.fixed,
+            "relative_extinction": birth and not m.extinction.fixed,
+            "relative_fossilization": m.tree_prior == "fossilization" and not m.fossilization.fixed,
+            "popsize": m.tree_prior == "coalescence" and not m.popsize.fixed,
+            "cpprate": m.clock_var == "cpp" and not m.cpprate.fixed,
+            "tk02var": m.clock_var == "tk02" and not m.tk02var.fixed,
+            "igrvar": m.clock_var == "igr" and not m.igrvar.fixed,
+            "clockrate": m.clock_rate.family != "Fixed"}
+    out: list[str] = []
+    for k in CLOCK:
+        if not free.get(k.kind):
+            continue
+        if k.kind == "relative_fossilization" and m.shift_times:
+            out += [""] + ["%s_%d" % (k.column, i) for i in range(1, len(m.shift_times) + 2)]
+        else:
+            out.append(k.column)
     return out

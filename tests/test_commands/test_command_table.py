@@ -95,6 +95,15 @@ EVIDENCE = {
     ("report", "Ratemult"): "test_output/test_report_formats.py::test_header_and_gen0_like_mrbayes",
     ("report", "Siterates"): "test_output/test_site_reports.py::test_site_rates_are_posterior_mean_rates",
 }
+# The clock settings: accepted, echoed and built into mbgpu.clock.model.ClockModel and the .p header as
+# MrBayes builds them (mb-double's header, Gen-0 values and echo lines); `mcmc`/`ss` still refuse a clock
+# tree (test_mcmc_and_ss_refuse_a_clock_tree_at_the_command), and without one they change nothing.
+_CLOCK = "test_clock/test_model.py::test_header_start_values_and_echo_like_mrbayes"
+for _p in ("Treeagepr", "Speciationpr", "Extinctionpr", "Fossilizationpr", "Samplestrat", "Sampleprob",
+           "Popsizepr", "Nodeagepr", "Clockratepr", "Clockvarpr", "Cppratepr", "TK02varpr", "Igrvarpr"):
+    EVIDENCE[("prset", _p)] = _CLOCK
+EVIDENCE[("prset", "Cppmultdevpr")] = "test_clock/test_model.py::test_every_clock_option_echoes_as_in_mrbayes"
+EVIDENCE[("lset", "Ploidy")] = "test_clock/test_model.py::test_clock_settings_leave_an_unconstrained_analysis_alone"
 for _p in ("Tratio", "Revmat", "Statefreq", "Shape", "Pinvar", "Ratemultiplier"):
     EVIDENCE[("link", _p)] = EVIDENCE[("unlink", _p)] = _ORACLE_PRIOR
 EVIDENCE[("link", "Topology")] = EVIDENCE[("unlink", "Topology")] = \
@@ -132,6 +141,7 @@ SCREENS = {
 # Commands whose words the table does not list (propset's NAME$PARAM=VALUE) -> the test against MrBayes.
 FREE_FORM = {
     "propset": "test_commands/test_propset.py::test_move_list_and_mcmc_header_like_mrbayes",
+    "calibrate": "test_clock/test_model.py::test_calibrate_errors_like_mrbayes",
 }
 
 # Options that do not change an analysis in MrBayes either: BEAGLE's resource and threading choices, and
@@ -148,7 +158,7 @@ INERT = {
 
 # A value for each refused option that the table accepts syntactically (priors need arguments).
 PRIOR_EXAMPLES = {
-    "Aamodelpr": "mixed", "Topologypr": "speciestree", "Brlenspr": "clock:uniform",
+    "Aamodelpr": "mixed", "Topologypr": "speciestree", "Brlenspr": "clock:speciestree",
     "Symdirihyperpr": "exponential(2)", "Cppmultdevpr": "fixed(0.5)", "Clockratepr": "exponential(2)",
     "Generatepr": "variable", "Omegapr": "fixed(2)", "M3omegapr": "fixed(2)", "Codoncatfreqs": "fixed(0.2,0.3,0.5)",
     "Aarevmatpr": "fixed(2)", "Ny98omega1pr": "fixed(0.5)", "Ny98omega3pr": "fixed(2)",

@@ -99,12 +99,31 @@ def test_keep_tips_joins_branches_and_renumbers():
     assert sorted(np.round(both.brlen[both.parent >= 0], 6)) == [4, 5, 7, 8, 15]
 
 
-def test_hymfossil_runs_to_its_clock_prior(shared_data, tmp_path, monkeypatch):
-    """MrBayes' example: ctype, exclude, taxsets, constraints over `1-.`, delete; then its clock model,
-    refused until the clock issue."""
+def test_hymfossil_runs_to_its_clock_prior(shared_data, mb_double, tmp_path, monkeypatch):
+    """MrBayes' example: ctype, exclude, taxsets, constraints over `1-.`, delete, 45 tip and 2 node
+    calibrations, its fossilized birth-death igr clock: every command is taken (its `mcmcp` too), the clock
+    model is MrBayes' (the .p header mb-double writes for it), and `mcmc` refuses the clock tree."""
+    import subprocess
+
+    from mbgpu.clock.model import clock_models
+    from mbgpu.output.paramnames import clock_pfile_header
+    from mbgpu.parameters import free_parameters
+
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(NotImplementedYet, match="brlenspr=Clock:Fossilization is not supported yet"):
-        Interpreter(Console(io.StringIO())).run_file(str(shared_data / "mrbayes" / "hymfossil.nex"))
+    it = Interpreter(Console(io.StringIO()))
+    it.run_file(str(shared_data / "mrbayes" / "hymfossil.nex"))
+    (m,) = clock_models(it.settings)
+    assert (m.tree_prior, m.clock_var, m.sample_strat, m.sample_prob) == ("fossilization", "igr", "diversity", 0.0005)
+    assert len(m.tip_calibrations) == 45 and [c.name for c in m.node_calibrations] == ["root", "HolometabolaWithFossils"]
+    text = (shared_data / "mrbayes" / "hymfossil.nex").read_text()
+    run = re.sub(r"\tmcmcp nruns=4[^\n]*", "\tmcmc nruns=1 nchains=1 ngen=1 samplefreq=1 printfreq=1 checkpoint=no "
+                 "mcmcdiagn=no filename=x;", text)
+    (tmp_path / "h.nex").write_text(run)
+    subprocess.run([str(mb_double), "h.nex"], cwd=tmp_path, capture_output=True, timeout=300)
+    header = (tmp_path / "x.p").read_text().splitlines()[1].split("\t")[3:]
+    assert clock_pfile_header(it.settings, free_parameters(it.settings), [m]) == header
+    with pytest.raises(NotImplementedYet, match="mcmc with prset brlenspr=Clock:Fossilization is not supported yet"):
+        Interpreter(Console(io.StringIO())).run_file(str(tmp_path / "h.nex"))
 
 
 @pytest.mark.parametrize("commands", [

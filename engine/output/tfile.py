@@ -107,6 +107,8 @@ class TreeSample:
     rooted: bool
     topology: object
     lengths: dict = field(default_factory=dict)   # id(node tuple) is not stable; see parse_newick
+    clockrate: float | None = None                # `[&clockrate=...]`: a clock tree whose rate is free
+    relaxed: bool = False                         # `[&B ...]`/`[&E ...]` relaxed-clock annotations
 
 
 @dataclass
@@ -170,6 +172,16 @@ def parse_newick(text: str, index: dict, where: Location):
     return topo, edges
 
 
+def _rate(found, path: str, i: int) -> float | None:
+    """The value of a tree's `[&clockrate=...]` comment, if it has one."""
+    if found is None:
+        return None
+    try:
+        return float(found.group(1))
+    except ValueError:
+        raise InputFileError("bad clockrate '%s'" % found.group(1), Location(path, i + 1, 1)) from None
+
+
 def read_tfile(path: str) -> TFile:
     """Read the last trees block of a .t file (MrBayes' or ours)."""
     try:
@@ -214,9 +226,11 @@ def read_tfile(path: str) -> TFile:
                 raise InputFileError("malformed tree line", Location(path, i + 1, 1))
             body = m.group(2)[:-1]
             rooted = "[&R]" in body
+            rate = re.search(r"\[&clockrate=([^\]]*)\]", body)
+            relaxed = re.search(r"\[&[BE]\s", line) is not None
             body = re.sub(r"\[[^\]]*\]", "", body)
             topo, edges = parse_newick(body, index, Location(path, i + 1, 1))
-            trees.append(TreeSample(m.group(1), rooted, topo, dict(edges=edges)))
+            trees.append(TreeSample(m.group(1), rooted, topo, dict(edges=edges), _rate(rate, path, i), relaxed))
         elif low.startswith("end;"):
             break
         i += 1

@@ -20,12 +20,14 @@ from mbgpu.output.tfile import read_tfile
 from mbgpu.output.write_failure import write_text_whole
 from mbgpu.summary.brparams import brparams_text
 from mbgpu.summary.condraw import DrawNode, credibility_tree, phylogram
+from mbgpu.summary.clockdepth import node_ages, node_depths
 from mbgpu.summary.common import (burnin_of, c_fixed, check_exists, emit, file_stem, mb_num, mb_quicksort,
                                    number_format, output_stem, run_files, session_stamp)
 from mbgpu.summary.explain import general_explanation
 from mbgpu.summary.prune import deleted_names, pruned_files, pruned_lines
 from mbgpu.summary.outgroup import hung_edges, outgroup_index, remember_outgroup, stale_outgroup
 from mbgpu.summary.sump import hpd_median
+from mbgpu.summary.sumt_clock import clock_lengths, height_annotations, vstat_rows
 from mbgpu.summary.sumt_trees import (TreeFiles, examining_line, gap_before, length_name, reading_status_line,
                                       results_banner, tree_files)
 from mbgpu.summary.treeorder import TreeCounter, order_array
@@ -35,15 +37,17 @@ _ZERO_BY_ZERO = math.copysign(math.nan, -1.0)      # what 0.0/0.0 gives in C on 
 
 
 class _Part:
-    __slots__ = ("bits", "count", "total", "lengths", "left", "right")
+    __slots__ = ("bits", "count", "total", "lengths", "heights", "ages", "left", "right")
 
     def __init__(self, bits: int, nruns: int):
         self.bits, self.count, self.total = bits, [0] * nruns, 0
         self.lengths: list[list[float]] = [[] for _ in range(nruns)]
+        self.heights: list[list[float]] = [[] for _ in range(nruns)]     # clock trees: node heights
+        self.ages: list[list[float]] = [[] for _ in range(nruns)]        # ... and ages (free clock rate)
         self.left = self.right = None
 
 
-def _add(root, bits: int, run: int, length: float, nruns: int):
+def _add(root, bits: int, run: int, length: float, nruns: int, height=None, age=None):
     """AddSumtPartition: BST keyed by the bitset (smaller existing key -> go left)."""
     if root is None:
         root = _Part(bits, nruns)
@@ -60,6 +64,10 @@ def _add(root, bits: int, run: int, length: float, nruns: int):
     node.count[run] += 1
     node.total += 1
     node.lengths[run].append(length)
+    if height is not None:
+        node.heights[run].append(height)
+    if age is not None:
+        node.ages[run].append(age)
     return root
 
 
@@ -104,10 +112,19 @@ def _summary(runs: list[list[float]], hpd: bool) -> dict:
     return dict(mean=mean, var=var, lower=lo, upper=hi, median=med, psrf=ps)
 
 
-def _tree_parts(node, parts_root, run, nruns, n_taxa, edges_iter):
-    """Add every node's split (tips, internal nodes and the root) in postorder of the written tree."""
-    for bits, length in edges_iter:
-        parts_root = _add(parts_root, bits, run, length, nruns)
+def _tree_parts(tree, parts_root, run, nruns, edges):
+    """Add every node's split (tips, internal nodes and the root) in postorder of the written tree; a
+    clock tree's nodes with their heights (and ages where the tree has a clock rate), its root with
+    length 0 as MrBayes' PolyTree root has."""
+    if not tree.rooted:
+        for bits, length in edges:
+            parts_root = _add(parts_root, bits, run, length, nruns)
+        return parts_root
+    heights = node_depths(tree.topology, edges)
+    ages = node_ages(heights, tree.clockrate) if tree.clockrate is not None else [None] * len(edges)
+    for k, (bits, length) in enumerate(edges):
+        length = 0.0 if k == len(edges) - 1 else length
+        parts_root = _add(parts_root, bits, run, length, nruns, heights[k], ages[k])
     return parts_root
 
 
@@ -125,9 +142,9 @@ def _load(stem: str, params):
                                  % (n_trees, len(f.trees)), Location(f.path))
         if f.taxa != files[0].taxa:
             raise InputFileError("translate block differs from that of %s" % files[0].path, Location(f.path))
-    if n_trees and files[0].trees[0].rooted:
-        raise NotImplementedYet("sumt of rooted (clock) trees is not supported yet: MrBayes summarizes their node "
-                                "ages and rates, which mbgpu's sumt does not", Location(files[0].path))
+    if n_trees and files[0].trees[0].relaxed:
+        raise NotImplementedYet("sumt of relaxed-clock trees ([&B ...] branch rates) is not supported yet",
+                                Location(files[0].path))
     drop = burnin.discard(n_trees)
     if drop >= n_trees:
         raise InputFileError("no trees are sampled as the burn-in exceeds the number of trees (%d)" % n_trees,
@@ -144,7 +161,7 @@ def _count(files, drop, n_taxa, trees: bool, roots: tuple[int, int] | None = (0,
         for k, t in enumerate(f.trees[drop:]):
             edges = t.lengths["edges"] if t.rooted or roots is None else \
                 hung_edges(t.topology, t.lengths["edges"], roots[1] if r == k == 0 else roots[0])
-            root = _tree_parts(t.topology, root, r, nruns, n_taxa, edges)
+            root = _tree_parts(t, root, r, nruns, edges)
             if trees:
                 key = (t.rooted, frozenset(b for b, _ in edges))        # the same tree packs the same
                 if key not in packed:
@@ -188,6 +205,10 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int
     halfcompat = str(params.get("Contype", "Halfcompat")).lower().startswith("h")
     burnin, files, drop = _load(tree.stem, params)
     pruned = deleted_names(settings, files[0].taxa)
+    rooted = files[0].trees[0].rooted
+    if rooted and pruned:
+        raise NotImplementedYet("sumt of rooted (clock) trees with deleted taxa is not supported yet",
+                                Location(files[0].path))
     numbers = [i for i, t in enumerate(files[0].taxa) if t not in pruned]      # as drawn: the file's numbers
     og_now = outgroup_index(settings, [t for t in files[0].taxa if t not in pruned])
     files = pruned_files(files, pruned, lambda r, k: stale if r == 0 and k == drop and stale is not None else og_now)
@@ -222,10 +243,10 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int
     width_id = max(int(math.log10(n_print)) + 1, 2)
     for i in range(n_print):
         x = parts[i]
-        if x.bits >> og & 1:
+        if x.bits >> og & 1 and not rooted:
             x.bits ^= full
         nb = bin(x.bits).count("1")
-        if nb == n or nb == 0:
+        if (nb == n and not rooted) or nb == 0:
             continue
         pic = "".join("*" if x.bits >> k & 1 else "." for k in range(n))
         parts_rows.append("%d\t%s" % (i, pic))
@@ -234,10 +255,10 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int
               "   %*s -- Partition" % (width_id, "ID"), "   " + "-" * min(width_id + 4 + n, 80)]
     lines += screen_parts + ["   " + "-" * min(width_id + 4 + n, 80), ""]
     _write(out + ".parts", head + "ID\tPartition\n" + "".join(r + "\n" for r in parts_rows))
-    tst, scr, sds = _tstat(parts[:n_print], n, nruns, per_run, sampled, sci, prec, width_id, tree.screen_out)
+    tst, scr, sds = _tstat(parts[:n_print], n, nruns, per_run, sampled, sci, prec, width_id, tree.screen_out, rooted)
     _write(out + ".tstat", head + tst)
     lines += scr
-    vst, scr, psrfs = _vstat(parts[:n_print], nruns, hpd, sci, prec, tree.screen_out, files[-1].param)
+    vst, scr, psrfs = _vstat(parts[:n_print], nruns, hpd, sci, prec, tree.screen_out, files[-1].param, rooted)
     _write(out + ".vstat", head + vst)
     lines += scr
     if save:
@@ -258,11 +279,13 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int
     lines.append("")
     allparts = parts[:]
     mb_quicksort(allparts, 0, len(allparts) - 1, lambda p: p.total)
-    con = _consensus(allparts, n, sampled, halfcompat, og)
-    lines += _drawings(con, taxa, numbers, sampled)
+    con = _consensus(allparts, n, sampled, halfcompat, og, rooted)
+    if rooted:
+        clock_lengths(con)
+    lines += _drawings(con, taxa, numbers, sampled, rooted)
     simple = str(params.get("Conformat", "Figtree")) == "Simple"
     _write(out + ".con.tre", "#NEXUS\n" + head + _contree_text(con, allparts, taxa, per_run, halfcompat, hpd,
-                                                               sci, prec, simple))
+                                                               sci, prec, simple, rooted))
     if calc:
         text, scr = tree_probabilities(topo, taxa, sampled, files[0].trees[0].rooted, show)
         _write(out + ".trprobs", "#NEXUS\n" + head + text)
@@ -302,7 +325,7 @@ def _intro(tree: TreeFiles, nruns, burnin, files, sampled, per_run, minpart, tax
     return lines
 
 
-def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id, out):
+def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id, out, rooted: bool = False):
     """.tstat rows and the screen table for informative splits; also the std devs (for ASDSF)."""
     wnum = max(int(math.log10(parts[0].total)) + 1, 4)
     hdr = "   %*s   #obs" % (width_id, "ID") + " " * (wnum - 4) + "    Probab."
@@ -310,14 +333,14 @@ def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id, out):
     if nruns > 1:
         hdr += "     Sd(s)+      Min(s)      Max(s)   Nruns "
         width += 44
-    scr = ["   Summary statistics for informative taxon bipartitions",
+    scr = ["   Summary statistics for informative taxon bipartitions" + (" (clades)" if rooted else ""),
            '      (saved to file "%s.tstat"):' % out, "", hdr, "   " + "-" * width]
     rows = ["ID\t#obs\tProbability(=s)\tStddev(s)\tMin(s)\tMax(s)\tNruns" if nruns > 1 else
             "ID\t#obs\tProbability(=s)"]
     sds, unreliable = [], False
     for i, x in enumerate(parts):
         nb = bin(x.bits).count("1")
-        if nb <= 1 or nb == n or nb == n - 1:
+        if nb <= 1 or nb == n or (nb == n - 1 and not rooted):
             continue
         f = x.total / sampled
         line = "   %*d  %*d    %1.6f" % (width_id, i, wnum, x.total, f)
@@ -348,7 +371,7 @@ def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id, out):
     return "".join(r + "\n" for r in rows), scr, sds
 
 
-def _vstat(parts, nruns, hpd, sci, prec, out, param: str = "tree"):
+def _vstat(parts, nruns, hpd, sci, prec, out, param: str = "tree", rooted: bool = False):
     """.vstat rows (length[i], `length{k}[i]` for a file of tree{k}, for every printed split but the root)
     and the screen table."""
     longest = max(9, int(math.log10(len(parts))) + 3 + len(param) + 2)
@@ -363,10 +386,8 @@ def _vstat(parts, nruns, hpd, sci, prec, out, param: str = "tree"):
     head = "Parameter\tMean\tVariance\t" + ("CredInt_Lower\tCredInt_Upper" if hpd else "HPD_Lower\tHPD_Upper") + \
         "\tMedian" + ("\tPSRF\tNruns" if nruns > 1 else "") + "\n"
     rows, psrfs = [head], []
-    for i in range(1, len(parts)):
-        x = parts[i]
-        name = "%s[%d]" % (length_name(param), i)
-        st = _summary([r for r in x.lengths], hpd)
+    for name, x, samples in vstat_rows(parts, length_name(param), rooted):
+        st = _summary(samples, hpd)
         line = "   %-*s  %10.6f  %10.6f  %10.6f  %10.6f  %10.6f" % (longest, name, st["mean"], st["var"],
                                                                    st["lower"], st["upper"], st["median"])
         row = name + "".join("\t" + mb_num(st[k], sci, prec) for k in ("mean", "var", "lower", "upper", "median"))
@@ -407,19 +428,19 @@ class _Node:
         self.part, self.length = None, -1.0
 
 
-def _consensus(parts, n, sampled, halfcompat, og: int = 0):
+def _consensus(parts, n, sampled, halfcompat, og: int = 0, rooted: bool = False):
     """ConTree: resolve a bush (the outgroup first) by splits in order of frequency, skipping incompatible
     ones. The splits are taken as the listing left them: those listed turned to the side without the
     outgroup, the others as counted (their outgroup side only where outgroup.py's quirk keyed them so)."""
     full = (1 << n) - 1
     root = _Node(None, n, full)
     tips = [_Node(k, 1, 1 << k) for k in range(n)]
-    for t in [tips[og]] + tips[:og] + tips[og + 1:]:
+    for t in tips if rooted else [tips[og]] + tips[:og] + tips[og + 1:]:
         t.anc = root
         root.kids.append(t)
-    n_nodes, target, n_tips_seen = n + 1, 2 * n - 3, 0
+    n_nodes, target, n_tips_seen = n + 1, 2 * n - (2 if rooted else 3), 0
     for x in parts:
-        if n_nodes > target and n_tips_seen == n:
+        if n_nodes > target and n_tips_seen == n and (root.part is not None or not rooted):
             break
         freq = x.total / sampled
         if freq < 0.50 and halfcompat:
@@ -428,7 +449,7 @@ def _consensus(parts, n, sampled, halfcompat, og: int = 0):
         nb = bin(bits).count("1")
         if nb == n or nb == 0:
             root.part = x
-        elif nb > 1 and nb != n - 1:
+        elif nb > 1 and (nb != n - 1 or rooted):
             low = (bits & -bits).bit_length() - 1
             p = tips[low]
             while p is not None and p.x <= nb:
@@ -467,7 +488,7 @@ def _draw_tree(node, taxa, numbers, sampled: int) -> DrawNode:
     return d
 
 
-def _drawings(con, taxa, numbers, sampled: int) -> list[str]:
+def _drawings(con, taxa, numbers, sampled: int, rooted: bool = False) -> list[str]:
     """'Clade credibility values:' and, where the trees have branch lengths, the phylogram."""
     lines = ["", "   Clade credibility values:", ""] + credibility_tree(_draw_tree(con, taxa, numbers, sampled))
     drawn = phylogram(_draw_tree(con, taxa, numbers, sampled))
@@ -488,7 +509,7 @@ def _order_tips(node, root: bool = True) -> int:
     return min(t[0] for t in keyed)
 
 
-def _node_info(x, length, per_run, nruns, hpd, sci, prec):
+def _node_info(x, length, per_run, nruns, hpd, sci, prec, rooted: bool = False):
     """PrintFigTreeNodeInfo: support annotations, the median length, the length annotations."""
     sup = [c / per_run for c in x.count]
     if nruns > 1:
@@ -499,7 +520,7 @@ def _node_info(x, length, per_run, nruns, hpd, sci, prec):
              % (mean, sd, min(sup), max(sup), pc, pc, sdp))
     else:
         s = '[&prob=%.8e,prob(percent)="%d"' % (sup[0], int(100.0 * sup[0] + 0.5))
-    s += "]"
+    s += (height_annotations(x, hpd) if rooted else "") + "]"
     if length >= 0.0:
         s += ":" + mb_num(length, sci, prec)
     st = _summary(x.lengths, hpd)
@@ -515,14 +536,16 @@ _SIMPLE_NOTES = ("   [Note: This tree contains information on the topology, \n"
                  "          and branch lengths (median of the posterior probability density).]\n")
 
 
-def _contree_text(root, parts, taxa, per_run, halfcompat, hpd, sci, prec, simple: bool = False):
+def _contree_text(root, parts, taxa, per_run, halfcompat, hpd, sci, prec, simple: bool = False,
+                  rooted: bool = False):
     """The .con.tre body: FigTree annotations (`conformat=figtree`), or MrBayes' simple format, the tree
     twice: with each partition's probability (%.3f) as an internal label, then without."""
     nruns = len(parts[0].count)
 
     def write(v) -> str:
         body = "%d" % (v.tip + 1) if v.tip is not None else "(" + ",".join(write(k) for k in v.kids) + ")"
-        return body + (_node_info(v.part, v.length, per_run, nruns, hpd, sci, prec) if v.part is not None else "")
+        return body + (_node_info(v.part, v.length, per_run, nruns, hpd, sci, prec, rooted)
+                       if v.part is not None else "")
 
     def plain(v, labels: bool) -> str:
         if v.tip is not None:
@@ -541,8 +564,8 @@ def _contree_text(root, parts, taxa, per_run, halfcompat, hpd, sci, prec, simple
         trees = ["%s   tree %s = (%s);\n" % (note, name, ",".join(plain(k, labels) for k in root.kids))
                  for note, labels in zip(_SIMPLE_NOTES, (True, False))]
         return text + "\t\t;\n" + "\n".join(trees) + "end;\n"
-    text += "\t\t;\n   tree %s = [&U] " % name
-    text += "(" + ",".join(write(k) for k in root.kids) + ");\nend;\n"
+    text += "\t\t;\n   tree %s = [&%s] " % (name, "R" if rooted else "U")
+    text += (write(root) if rooted else "(" + ",".join(write(k) for k in root.kids) + ")") + ";\nend;\n"
     return text
 
 

@@ -1,0 +1,54 @@
+"""`sumt` of clock (rooted) trees, the parts MrBayes 3.2.7a adds for them: `height[i]` (and `age[i]` when
+the trees carry `[&clockrate=...]`) rows of the .vstat, the node height/age annotations of the .con.tre,
+and the consensus branch lengths, which are differences of median node ages (heights with a fixed rate)
+rather than median branch lengths."""
+from __future__ import annotations
+
+from mbgpu.diagnostics import mean_variance
+from mbgpu.summary.sump import hpd_median
+
+
+def has_ages(parts) -> bool:
+    """Whether the trees carried a clock rate (MrBayes' isCalibrated): node ages are then summarized."""
+    return any(r for r in parts[0].ages)
+
+
+def vstat_rows(parts, length_name: str, rooted: bool):
+    """(name, split, samples by run) for the .vstat: lengths of every split but the root, then, for clock
+    trees, the heights of every split, root first, then their ages."""
+    rows = [("%s[%d]" % (length_name, i), x, x.lengths) for i, x in enumerate(parts) if i > 0]
+    if rooted:
+        rows += [("height[%d]" % i, x, x.heights) for i, x in enumerate(parts)]
+        if has_ages(parts):
+            rows += [("age[%d]" % i, x, x.ages) for i, x in enumerate(parts)]
+    return rows
+
+
+def _median(runs) -> float:
+    return hpd_median([v for r in runs for v in r], True)[2]
+
+
+def clock_lengths(root) -> None:
+    """The consensus branch lengths MrBayes prints after ':' for clock trees: the parent's median age
+    minus the node's (median heights where the clock rate is fixed); the root keeps none."""
+    def walk(node, parent_age: float | None) -> None:
+        own = _median(node.part.ages if has_ages([node.part]) else node.part.heights)
+        if parent_age is not None:
+            node.length = parent_age - own
+        for k in node.kids:
+            walk(k, own)
+    walk(root, None)
+
+
+def height_annotations(x, hpd: bool) -> str:
+    """`,height_mean=...,height_median=...,height_95%HPD={..}` and the same for ages when sampled."""
+    out = ""
+    for name, runs in (("height", x.heights), ("age", x.ages)):
+        values = [v for r in runs for v in r]
+        if not values:
+            continue
+        mean = mean_variance(values)[0]
+        lo, hi, med = hpd_median(values, hpd)
+        out += ",%s_mean=%.8e,%s_median=%.8e,%s_95%%%s={%.8e,%.8e}" % (
+            name, mean, name, med, name, "HPD" if hpd else "CredInt", lo, hi)
+    return out

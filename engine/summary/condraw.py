@@ -4,7 +4,8 @@ and "Phylogram (based on average branch lengths)" (ShowConPhylogram), 80 columns
 Tips are labelled `name (k)` cut to 20 characters (the name ending in `~` when cut). The credibility tree
 spaces its levels evenly, puts each split's support (%) on its branch and, when it is 11 or more levels
 deep, draws the deepest subtrees first ("Subtree rooted at node N") and then the rest with `(N)` in their
-place. The phylogram places nodes by their summed median branch lengths, with a scale bar below.
+place. The phylogram places nodes by their summed median branch lengths, with a scale bar below; a
+clock tree's by its nodes' median heights (or ages), with a time axis below (clock_axis).
 Line ends are as MrBayes prints them: a drawn line stops after its tip label, other lines are 80 wide.
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ _MIN_BRANCH = 5
 class DrawNode:
     """A consensus node for drawing: children in order, the taxon (tips), support, median length."""
 
-    __slots__ = ("kids", "anc", "tip", "name", "support", "length", "index", "x", "y", "mark", "f")
+    __slots__ = ("kids", "anc", "tip", "name", "support", "length", "index", "x", "y", "mark", "f", "height")
 
     def __init__(self, tip: int | None = None, name: str = "", support: float = 0.0, length: float = 0.0):
         self.kids: list[DrawNode] = []
@@ -30,6 +31,7 @@ class DrawNode:
         self.index = tip if tip is not None else -1
         self.x = self.y = self.mark = 0
         self.f = 0.0
+        self.height: float | None = None      # clock trees: the node's median height (or age)
 
 
 def _c_number(n: int) -> str:
@@ -181,7 +183,7 @@ def _phylogram_scale(nodes: list[DrawNode]) -> tuple[float, int]:
     scale, tree_w = 0.0, 0
     nodes[-1].f = 0.0
     for p in reversed(nodes[:-1]):
-        p.f = p.anc.f + p.length
+        p.f = p.anc.f + p.length if p.height is None else nodes[-1].height - p.height
         if not p.kids:
             room = _SCREEN - len(tip_label(p.name, p.index)) - 2
             if p.f / room > scale:
@@ -201,11 +203,42 @@ def _scale_bar(scale: float) -> str:
     return "   |" + "-" * (n - 1) + "| %1.3f expected changes per site" % bar
 
 
-def phylogram(root: DrawNode) -> list[str] | None:
-    """ShowConPhylogram for unrooted trees: the drawing and its scale bar; None where the lengths give
-    nothing to draw (all zero, or not numbers)."""
+def clock_axis(scale: float, tree_w: int, last: list[str], ages: bool = False) -> list[str]:
+    """ShowConPhylogram's axis under a clock tree: ticks every round length back from the tips, their
+    values centred on them; both lines overwrite the buffer of the last drawn row, as MrBayes does."""
+    bar = math.pow(10, math.floor(math.log10(scale * 80)))
+    n = int(bar / scale)
+    for limit, factor in ((80, 10), (40, 5), (16, 2)):
+        if n > limit:
+            bar /= factor
+            break
+    line = ["-"] * tree_w + last[tree_w:]
+    n_times = int(tree_w / (bar / scale))
+    for i in range(n_times + 1):
+        line[tree_w - int(i * bar / scale)] = "|"
+    axis = "   " + "".join(line)
+    f = tree_w * scale
+    expo = f >= 1000.0 or f < 0.10
+    precision = 0 if expo else 2 - int(math.log10(f))
+    pos, f = 0, n_times * bar
+    while pos < tree_w:
+        text = "%.2e" % f if expo else "%.*f" % (precision, f)
+        spaces = tree_w - int(n_times * (bar / scale)) - len(text) // 2 - pos
+        if spaces >= 0 or (spaces >= -2 and pos == 0):
+            put = " " * max(spaces, 0) + text
+            line[pos:pos + len(put)] = list(put)
+            pos += len(put)
+        f -= bar
+        n_times -= 1
+    units = "[User-defined time units]" if ages else "[Expected changes per site]"
+    return [axis, "   " + "".join(line), "", "   " + units]
+
+
+def phylogram(root: DrawNode, ages: bool = False) -> list[str] | None:
+    """ShowConPhylogram: the drawing and its scale bar (a time axis for clock trees, whose nodes carry
+    heights, or ages: `ages`); None where the lengths give nothing to draw (all zero, or not numbers)."""
     nodes = _postorder(root)
-    scale, _ = _phylogram_scale(nodes)
+    scale, tree_w = _phylogram_scale(nodes)
     if not scale > 0.0 or not math.isfinite(scale):
         return None
     for p in nodes:
@@ -226,6 +259,8 @@ def phylogram(root: DrawNode) -> list[str] | None:
             if marks[j] >= 1 and line[j] == " ":
                 line[j] = "|"
         out.append("   " + "".join(line[:end]))
+    if root.height is not None:
+        return out + clock_axis(scale, tree_w, line, ages)
     return out + [_scale_bar(scale)]
 
 

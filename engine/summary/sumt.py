@@ -27,7 +27,7 @@ from mbgpu.summary.explain import general_explanation
 from mbgpu.summary.prune import deleted_names, pruned_files, pruned_lines
 from mbgpu.summary.outgroup import hung_edges, outgroup_index, remember_outgroup, stale_outgroup
 from mbgpu.summary.sump import hpd_median
-from mbgpu.summary.sumt_clock import clock_lengths, height_annotations, vstat_rows
+from mbgpu.summary.sumt_clock import clock_lengths, has_ages, height_annotations, node_age, vstat_rows
 from mbgpu.summary.sumt_trees import (TreeFiles, examining_line, gap_before, length_name, reading_status_line,
                                       results_banner, tree_files)
 from mbgpu.summary.treeorder import TreeCounter, order_array
@@ -476,13 +476,16 @@ def _consensus(parts, n, sampled, halfcompat, og: int = 0, rooted: bool = False)
     return root
 
 
-def _draw_tree(node, taxa, numbers, sampled: int) -> DrawNode:
+def _draw_tree(node, taxa, numbers, sampled: int, rooted: bool = False) -> DrawNode:
     """The consensus as condraw's nodes: names and numbers (in the tree files, before pruning), support
     (the split's share of all sampled trees, as MrBayes puts on its drawing) and median branch lengths."""
     if node.tip is not None:
-        return DrawNode(numbers[node.tip], taxa[node.tip], length=node.length)
+        d = DrawNode(numbers[node.tip], taxa[node.tip], length=node.length)
+        d.height = node_age(node.part) if rooted else None
+        return d
     d = DrawNode(support=node.part.total / sampled if node.part is not None else 0.0, length=node.length)
-    d.kids = [_draw_tree(k, taxa, numbers, sampled) for k in node.kids]
+    d.height = node_age(node.part) if rooted else None
+    d.kids = [_draw_tree(k, taxa, numbers, sampled, rooted) for k in node.kids]
     for k in d.kids:
         k.anc = d
     return d
@@ -491,9 +494,10 @@ def _draw_tree(node, taxa, numbers, sampled: int) -> DrawNode:
 def _drawings(con, taxa, numbers, sampled: int, rooted: bool = False) -> list[str]:
     """'Clade credibility values:' and, where the trees have branch lengths, the phylogram."""
     lines = ["", "   Clade credibility values:", ""] + credibility_tree(_draw_tree(con, taxa, numbers, sampled))
-    drawn = phylogram(_draw_tree(con, taxa, numbers, sampled))
+    drawn = phylogram(_draw_tree(con, taxa, numbers, sampled, rooted), rooted and has_ages([con.part]))
     if drawn is not None:
-        lines += ["", "   Phylogram (based on average branch lengths):", ""] + drawn + [""]
+        lines += ["", "   Phylogram (based on %s):" % ("median node depths" if rooted else "average branch lengths"),
+                  ""] + drawn + [""]
     return lines
 
 

@@ -28,11 +28,16 @@ def _median(runs) -> float:
     return hpd_median([v for r in runs for v in r], True)[2]
 
 
+def node_age(x) -> float:
+    """A consensus node's median age (its median height where the clock rate is fixed)."""
+    return _median(x.ages if has_ages([x]) else x.heights)
+
+
 def clock_lengths(root) -> None:
     """The consensus branch lengths MrBayes prints after ':' for clock trees: the parent's median age
     minus the node's (median heights where the clock rate is fixed); the root keeps none."""
     def walk(node, parent_age: float | None) -> None:
-        own = _median(node.part.ages if has_ages([node.part]) else node.part.heights)
+        own = node_age(node.part)
         if parent_age is not None:
             node.length = parent_age - own
         for k in node.kids:

@@ -421,11 +421,12 @@ def _vstat(parts, nruns, hpd, sci, prec, out, param: str = "tree", rooted: bool 
 
 
 class _Node:
-    __slots__ = ("kids", "anc", "tip", "x", "bits", "part", "length")
+    __slots__ = ("kids", "anc", "tip", "x", "bits", "part", "length", "plain_length")
 
     def __init__(self, tip, x, bits):
         self.kids, self.anc, self.tip, self.x, self.bits = [], None, tip, x, bits
         self.part, self.length = None, -1.0
+        self.plain_length: float | None = None      # clock trees: the length conformat=simple prints
 
 
 def _consensus(parts, n, sampled, halfcompat, og: int = 0, rooted: bool = False):
@@ -558,7 +559,8 @@ def _contree_text(root, parts, taxa, per_run, halfcompat, hpd, sci, prec, simple
             body = "(" + ",".join(plain(k, labels) for k in v.kids) + ")"
             if labels and v.part is not None:
                 body += "%.3f" % _support(v.part, per_run)
-        return body + (":" + mb_num(v.length, sci, prec) if v.part is not None and v.length >= 0.0 else "")
+        length = v.length if v.plain_length is None else v.plain_length
+        return body + (":" + mb_num(length, sci, prec) if v.part is not None and v.length >= 0.0 else "")
 
     text = "begin taxa;\n\tdimensions ntax=%d;\n\ttaxlabels\n" % len(taxa)
     text += "".join("\t\t%s\n" % t for t in taxa) + "\t\t;\nend;\nbegin trees;\n\ttranslate\n"

@@ -35,11 +35,12 @@ def node_age(x) -> float:
 
 def clock_lengths(root) -> None:
     """The consensus branch lengths MrBayes prints after ':' for clock trees: the parent's median age
-    minus the node's (median heights where the clock rate is fixed); the root keeps none."""
-    def walk(node, parent_age: float | None) -> None:
-        own = node_age(node.part)
-        if parent_age is not None:
-            node.length = parent_age - own
+    minus the node's (median heights where the clock rate is fixed); the root keeps none. With
+    conformat=simple MrBayes prints differences of median heights even where ages are known."""
+    def walk(node, parent: tuple[float, float] | None) -> None:
+        own = (node_age(node.part), _median(node.part.heights))
+        if parent is not None:
+            node.length, node.plain_length = parent[0] - own[0], parent[1] - own[1]
         for k in node.kids:
             walk(k, own)
     walk(root, None)

@@ -6,7 +6,8 @@ per run), stopping at the first that is not. That order is the .parts order for 
 there and then the unsorted rest, so a small Minbrparamfreq may reach into partitions .parts omits. One
 row per sampled tree of each run (run 1 first); row k holds, for each partition, its k-th sampled length
 in that run, or NA once the run has no more (MrBayes' layout: a row is not one tree once a partition is
-missing from some trees). No [ID] line; numbers as `set scientific/precision` print them.
+missing from some trees). Clock trees add `height[i]` (and `age[i]`) columns for the same partitions, the
+root included. No [ID] line; numbers as `set scientific/precision` print them.
 """
 from __future__ import annotations
 
@@ -25,11 +26,16 @@ def n_columns(parts: list, min_freq: float, per_run: int) -> int:
 def brparams_text(parts: list, min_freq: float, per_run: int, scientific: bool, precision: int,
                   name: str = "length") -> str:
     """The whole file for `parts` in sumt's order (root first), whose `lengths[run]` are the lengths
-    in reading order and `count[run]` their number; columns `name[i]` (`length{2}[i]` for tree{2})."""
-    keep = parts[1:n_columns(parts, min_freq, per_run)]
-    rows = ["\t".join("%s[%d]" % (name, i + 1) for i in range(len(keep)))]
+    in reading order and `count[run]` their number; columns `name[i]` (`length{2}[i]` for tree{2}),
+    then for clock trees `height[i]` and, where the trees carried a clock rate, `age[i]`, root included."""
+    kept = parts[:n_columns(parts, min_freq, per_run)]
+    cols = [("%s[%d]" % (name, i), x, x.lengths) for i, x in enumerate(kept) if i > 0]
+    for label in ("height", "age"):
+        if kept and any(getattr(kept[0], label + "s", None) or []):
+            cols += [("%s[%d]" % (label, i), x, getattr(x, label + "s")) for i, x in enumerate(kept)]
+    rows = ["\t".join(c[0] for c in cols)]
     for run in range(len(parts[0].count)):
         for k in range(per_run):
-            rows.append("\t".join(mb_num(x.lengths[run][k], scientific, precision) if x.count[run] > k else "NA"
-                                  for x in keep))
+            rows.append("\t".join(mb_num(v[run][k], scientific, precision) if x.count[run] > k else "NA"
+                                  for _, x, v in cols))
     return "".join(r + "\n" for r in rows)

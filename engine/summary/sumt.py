@@ -171,10 +171,8 @@ def _count(files, drop, n_taxa, trees: bool, roots: tuple[int, int] | None = (0,
 
 
 def _check_brparams(files) -> None:
-    """savebrparams needs branch lengths; for clock trees MrBayes adds node heights, which sumt lacks."""
+    """savebrparams needs branch lengths."""
     first = files[0].trees[0]
-    if first.rooted:
-        raise NotImplementedYet("sumt savebrparams=yes for rooted (clock) trees is not supported yet")
     if any(math.isnan(length) for bits, length in first.lengths["edges"] if bits & (bits - 1) == 0):
         raise InputFileError("savebrparams=yes: the trees have no branch lengths", Location(files[0].path))
 

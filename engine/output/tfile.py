@@ -109,6 +109,8 @@ class TreeSample:
     lengths: dict = field(default_factory=dict)   # id(node tuple) is not stable; see parse_newick
     clockrate: float | None = None                # `[&clockrate=...]`: a clock tree whose rate is free
     relaxed: bool = False                         # `[&B ...]`/`[&E ...]` relaxed-clock annotations
+    branch_sets: dict = field(default_factory=dict)   # `[&B name x]` values by name, in edge order (root none)
+    events: bool = False                          # `[&E ...]` (CPP event counts) present
 
 
 @dataclass
@@ -172,6 +174,18 @@ def parse_newick(text: str, index: dict, where: Location):
     return topo, edges
 
 
+def _branch_sets(body: str, where: Location) -> dict[str, list[float]]:
+    """The `[&B name value]` comments of a relaxed-clock tree by name: each follows a node's length, so
+    in written order they run in the postorder of the edges (the root has none)."""
+    sets: dict[str, list[float]] = {}
+    for name, value in re.findall(r"\[&B\s+(\S+)\s+([^\]\s]+)\]", body):
+        try:
+            sets.setdefault(name, []).append(float(value))
+        except ValueError:
+            raise InputFileError("bad branch value '%s'" % value, where) from None
+    return sets
+
+
 def _rate(found, path: str, i: int) -> float | None:
     """The value of a tree's `[&clockrate=...]` comment, if it has one."""
     if found is None:
@@ -221,16 +235,19 @@ def read_tfile(path: str) -> TFile:
             if line.endswith(";"):
                 in_tr = False
         elif low.startswith("tree "):
-            m = re.match(r"tree\s+(\S+)\s*=\s*(.*)$", line, re.I)
+            m = re.match(r"tree\s+(\S+)\s*(?:\[[^\]]*\]\s*)*=\s*(.*)$", line, re.I)
             if not m or not m.group(2).endswith(";"):
                 raise InputFileError("malformed tree line", Location(path, i + 1, 1))
             body = m.group(2)[:-1]
             rooted = "[&R]" in body
             rate = re.search(r"\[&clockrate=([^\]]*)\]", body)
             relaxed = re.search(r"\[&[BE]\s", line) is not None
+            sets = _branch_sets(body, Location(path, i + 1, 1))
+            events = re.search(r"\[&E\s", body) is not None
             body = re.sub(r"\[[^\]]*\]", "", body)
             topo, edges = parse_newick(body, index, Location(path, i + 1, 1))
-            trees.append(TreeSample(m.group(1), rooted, topo, dict(edges=edges), _rate(rate, path, i), relaxed))
+            trees.append(TreeSample(m.group(1), rooted, topo, dict(edges=edges), _rate(rate, path, i), relaxed,
+                                    sets, events))
         elif low.startswith("end;"):
             break
         i += 1

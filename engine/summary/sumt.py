@@ -27,7 +27,8 @@ from mbgpu.summary.explain import general_explanation
 from mbgpu.summary.prune import deleted_names, pruned_files, pruned_lines
 from mbgpu.summary.outgroup import hung_edges, outgroup_index, remember_outgroup, stale_outgroup
 from mbgpu.summary.sump import hpd_median
-from mbgpu.summary.sumt_clock import clock_lengths, has_ages, height_annotations, node_age, vstat_rows
+from mbgpu.summary.sumt_clock import (branch_rates, clock_lengths, has_ages, height_annotations, node_age,
+                                      rate_annotations, vstat_rows)
 from mbgpu.summary.sumt_trees import (TreeFiles, examining_line, gap_before, length_name, reading_status_line,
                                       results_banner, tree_files)
 from mbgpu.summary.treeorder import TreeCounter, order_array
@@ -37,17 +38,18 @@ _ZERO_BY_ZERO = math.copysign(math.nan, -1.0)      # what 0.0/0.0 gives in C on 
 
 
 class _Part:
-    __slots__ = ("bits", "count", "total", "lengths", "heights", "ages", "left", "right")
+    __slots__ = ("bits", "count", "total", "lengths", "heights", "ages", "rates", "left", "right")
 
     def __init__(self, bits: int, nruns: int):
         self.bits, self.count, self.total = bits, [0] * nruns, 0
         self.lengths: list[list[float]] = [[] for _ in range(nruns)]
         self.heights: list[list[float]] = [[] for _ in range(nruns)]     # clock trees: node heights
         self.ages: list[list[float]] = [[] for _ in range(nruns)]        # ... and ages (free clock rate)
+        self.rates: dict = {}      # relaxed clocks: set name -> (effective lengths, rates), each by run
         self.left = self.right = None
 
 
-def _add(root, bits: int, run: int, length: float, nruns: int, height=None, age=None):
+def _add(root, bits: int, run: int, length: float, nruns: int, height=None, age=None, rates=()):
     """AddSumtPartition: BST keyed by the bitset (smaller existing key -> go left)."""
     if root is None:
         root = _Part(bits, nruns)
@@ -68,6 +70,10 @@ def _add(root, bits: int, run: int, length: float, nruns: int, height=None, age=
         node.heights[run].append(height)
     if age is not None:
         node.ages[run].append(age)
+    for name, blen, rate in rates:
+        got = node.rates.setdefault(name, ([[] for _ in range(nruns)], [[] for _ in range(nruns)]))
+        got[0][run].append(blen)
+        got[1][run].append(rate)
     return root
 
 
@@ -122,9 +128,10 @@ def _tree_parts(tree, parts_root, run, nruns, edges):
         return parts_root
     heights = node_depths(tree.topology, edges)
     ages = node_ages(heights, tree.clockrate) if tree.clockrate is not None else [None] * len(edges)
+    last = len(edges) - 1
     for k, (bits, length) in enumerate(edges):
-        length = 0.0 if k == len(edges) - 1 else length
-        parts_root = _add(parts_root, bits, run, length, nruns, heights[k], ages[k])
+        length = 0.0 if k == last else length
+        parts_root = _add(parts_root, bits, run, length, nruns, heights[k], ages[k], branch_rates(tree, k, last))
     return parts_root
 
 
@@ -142,9 +149,9 @@ def _load(stem: str, params):
                                  % (n_trees, len(f.trees)), Location(f.path))
         if f.taxa != files[0].taxa:
             raise InputFileError("translate block differs from that of %s" % files[0].path, Location(f.path))
-    if n_trees and files[0].trees[0].relaxed:
-        raise NotImplementedYet("sumt of relaxed-clock trees ([&B ...] branch rates) is not supported yet",
-                                Location(files[0].path))
+    if n_trees and files[0].trees[0].events:
+        raise NotImplementedYet("sumt of compound-Poisson relaxed-clock trees ([&E ...] events) is not supported "
+                                "yet", Location(files[0].path))
     drop = burnin.discard(n_trees)
     if drop >= n_trees:
         raise InputFileError("no trees are sampled as the burn-in exceeds the number of trees (%d)" % n_trees,
@@ -173,6 +180,9 @@ def _count(files, drop, n_taxa, trees: bool, roots: tuple[int, int] | None = (0,
 def _check_brparams(files) -> None:
     """savebrparams needs branch lengths."""
     first = files[0].trees[0]
+    if first.relaxed:
+        raise NotImplementedYet("sumt savebrparams=yes for relaxed-clock trees is not supported yet",
+                                Location(files[0].path))
     if any(math.isnan(length) for bits, length in first.lengths["edges"] if bits & (bits - 1) == 0):
         raise InputFileError("savebrparams=yes: the trees have no branch lengths", Location(files[0].path))
 
@@ -372,7 +382,8 @@ def _tstat(parts, n, nruns, per_run, sampled, sci, prec, width_id, out, rooted: 
 def _vstat(parts, nruns, hpd, sci, prec, out, param: str = "tree", rooted: bool = False):
     """.vstat rows (length[i], `length{k}[i]` for a file of tree{k}, for every printed split but the root)
     and the screen table."""
-    longest = max(9, int(math.log10(len(parts))) + 3 + len(param) + 2)
+    longest = max([9, int(math.log10(len(parts))) + 3 + len(param) + 2] +
+                  [int(math.log10(len(parts))) + 3 + len(name) + 7 for name in parts[0].rates])
     pad = " " * max(1, longest - 9)
     width = 68 + longest - 9 + (17 if nruns > 1 else 0)
     scr = ["", "   Summary statistics for branch and node parameters", '      (saved to file "%s.vstat"):' % out, "",
@@ -527,8 +538,8 @@ def _node_info(x, length, per_run, nruns, hpd, sci, prec, rooted: bool = False):
     if length >= 0.0:
         s += ":" + mb_num(length, sci, prec)
     st = _summary(x.lengths, hpd)
-    s += "[&length_mean=%.8e,length_median=%.8e,length_95%%%s={%.8e,%.8e}]" % (
-        st["mean"], st["median"], "HPD" if hpd else "CredInt", st["lower"], st["upper"])
+    s += "[&length_mean=%.8e,length_median=%.8e,length_95%%%s={%.8e,%.8e}%s]" % (
+        st["mean"], st["median"], "HPD" if hpd else "CredInt", st["lower"], st["upper"], rate_annotations(x, hpd))
     return s
 
 

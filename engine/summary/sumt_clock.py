@@ -21,7 +21,31 @@ def vstat_rows(parts, length_name: str, rooted: bool):
         rows += [("height[%d]" % i, x, x.heights) for i, x in enumerate(parts)]
         if has_ages(parts):
             rows += [("age[%d]" % i, x, x.ages) for i, x in enumerate(parts)]
+        for name in parts[0].rates:
+            for k, tag in enumerate(("length", "rate")):
+                rows += [("%s_%s[%d]" % (name, tag, i), x, x.rates[name][k]) for i, x in enumerate(parts) if i > 0]
     return rows
+
+
+def branch_rates(tree, k: int, last: int) -> list[tuple[str, float, float]]:
+    """(set name, effective branch length, rate) of edge k of a relaxed-clock tree for each `[&B ...]`
+    set: the written value and its ratio to the branch length; the root's are 1."""
+    if k == last:
+        return [(name, 1.0, 1.0) for name in tree.branch_sets]
+    length = tree.lengths["edges"][k][1]
+    return [(name, v[k], v[k] / length) for name, v in tree.branch_sets.items()]
+
+
+def rate_annotations(x, hpd: bool) -> str:
+    """`,effectivebrlen{set}_mean=...,rate{set}_...` (`%f`) after the length annotations, per set."""
+    out = ""
+    for name, samples in x.rates.items():
+        for tag, runs in (("effectivebrlen", samples[0]), ("rate", samples[1])):
+            values = [v for r in runs for v in r]
+            lo, hi, med = hpd_median(values, hpd)
+            out += ",%s%s_mean=%f,%s%s_median=%f,%s%s_95%%%s={%f,%f}" % (
+                tag, name, mean_variance(values)[0], tag, name, med, tag, name, "HPD" if hpd else "CredInt", lo, hi)
+    return out
 
 
 def _median(runs) -> float:

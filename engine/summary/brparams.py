@@ -6,12 +6,13 @@ per run), stopping at the first that is not. That order is the .parts order for 
 there and then the unsorted rest, so a small Minbrparamfreq may reach into partitions .parts omits. One
 row per sampled tree of each run (run 1 first); row k holds, for each partition, its k-th sampled length
 in that run, or NA once the run has no more (MrBayes' layout: a row is not one tree once a partition is
-missing from some trees). Clock trees add `height[i]` (and `age[i]`) columns for the same partitions, the
-root included. No [ID] line; numbers as `set scientific/precision` print them.
+missing from some trees). Clock trees add the columns of the .vstat (`height[i]`, `age[i]`, the root
+included; relaxed clocks' `{set}_length[i]`, `{set}_rate[i]`) for the same partitions. No [ID] line; numbers as `set scientific/precision` print them.
 """
 from __future__ import annotations
 
 from mbgpu.summary.common import mb_num
+from mbgpu.summary.sumt_clock import vstat_rows
 
 
 def n_columns(parts: list, min_freq: float, per_run: int) -> int:
@@ -27,12 +28,10 @@ def brparams_text(parts: list, min_freq: float, per_run: int, scientific: bool, 
                   name: str = "length") -> str:
     """The whole file for `parts` in sumt's order (root first), whose `lengths[run]` are the lengths
     in reading order and `count[run]` their number; columns `name[i]` (`length{2}[i]` for tree{2}),
-    then for clock trees `height[i]` and, where the trees carried a clock rate, `age[i]`, root included."""
+    then for clock trees the .vstat's other rows (heights, ages, relaxed-clock lengths and rates)."""
     kept = parts[:n_columns(parts, min_freq, per_run)]
-    cols = [("%s[%d]" % (name, i), x, x.lengths) for i, x in enumerate(kept) if i > 0]
-    for label in ("height", "age"):
-        if kept and any(getattr(kept[0], label + "s", None) or []):
-            cols += [("%s[%d]" % (label, i), x, getattr(x, label + "s")) for i, x in enumerate(kept)]
+    clock = bool(kept) and any(getattr(kept[0], "heights", None) or [])
+    cols = vstat_rows(kept, name, clock) if kept else []
     rows = ["\t".join(c[0] for c in cols)]
     for run in range(len(parts[0].count)):
         for k in range(per_run):

@@ -149,6 +149,10 @@ def _load(stem: str, params):
                                  % (n_trees, len(f.trees)), Location(f.path))
         if f.taxa != files[0].taxa:
             raise InputFileError("translate block differs from that of %s" % files[0].path, Location(f.path))
+    first = files[0].trees[0] if n_trees else None
+    if first is not None and first.rooted and any(math.isnan(v) for _, v in first.lengths["edges"][:-1]):
+        raise NotImplementedYet("sumt of rooted trees without branch lengths is not supported yet (MrBayes 3.2.7a "
+                                "stops partway through their summary)", Location(files[0].path))
     if n_trees and files[0].trees[0].events:
         raise NotImplementedYet("sumt of compound-Poisson relaxed-clock trees ([&E ...] events) is not supported "
                                 "yet", Location(files[0].path))
@@ -180,9 +184,6 @@ def _count(files, drop, n_taxa, trees: bool, roots: tuple[int, int] | None = (0,
 def _check_brparams(files) -> None:
     """savebrparams needs branch lengths."""
     first = files[0].trees[0]
-    if first.relaxed:
-        raise NotImplementedYet("sumt savebrparams=yes for relaxed-clock trees is not supported yet",
-                                Location(files[0].path))
     if any(math.isnan(length) for bits, length in first.lengths["edges"] if bits & (bits - 1) == 0):
         raise InputFileError("savebrparams=yes: the trees have no branch lengths", Location(files[0].path))
 

@@ -69,7 +69,7 @@ def _pruned(tree: TreeSample, drop: set[int], renumber: dict[int, int], hang: in
         root = _cut(tips[t], root, tree.rooted)
     out: list[tuple[int, float]] = []
     topo, _ = _rebuild(root, renumber, out)
-    return TreeSample(tree.name, tree.rooted, topo, dict(edges=out))
+    return TreeSample(tree.name, tree.rooted, topo, dict(edges=out), tree.clockrate)
 
 
 def _cut(tip, root, rooted: bool):

@@ -215,8 +215,8 @@ def _summarize_tree(settings, console, params: dict, tree: TreeFiles, stale: int
     burnin, files, drop = _load(tree.stem, params)
     pruned = deleted_names(settings, files[0].taxa)
     rooted = files[0].trees[0].rooted
-    if rooted and pruned:
-        raise NotImplementedYet("sumt of rooted (clock) trees with deleted taxa is not supported yet",
+    if rooted and pruned and files[0].trees[0].relaxed:
+        raise NotImplementedYet("sumt of relaxed-clock trees with deleted taxa is not supported yet",
                                 Location(files[0].path))
     numbers = [i for i, t in enumerate(files[0].taxa) if t not in pruned]      # as drawn: the file's numbers
     og_now = outgroup_index(settings, [t for t in files[0].taxa if t not in pruned])

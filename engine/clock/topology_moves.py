@@ -1,13 +1,16 @@
 """MrBayes 3.2.7a's topology moves on a rooted clock tree (proposal.c): ExtSprClock and NNIClock, with
-the arguments and return value of every move in mbgpu.clock.tree_moves (the depth ranges are not read:
-only fossil sampled ancestors, not handled here, would need them). The root keeps its node id.
+the arguments and return value of every move in mbgpu.clock.tree_moves. Sampled ancestors of the
+fossilized birth-death tree are handled as MrBayes does: ExtSprClock may move one (with its parent node,
+within its calibration range `min_depth`/`max_depth`) but never the lineage below one, and neither move
+climbs into a sampled ancestor's zero-length branch. The root keeps its node id.
 """
 from __future__ import annotations
 
 import math
 
 from mbgpu.clock.rooted import root_of
-from mbgpu.clock.param_moves import BRLENS_MIN
+from mbgpu.clock.param_moves import BRLENS_MIN, TIME_MIN
+from mbgpu.clock.tree_moves import is_sampled_ancestor
 from mbgpu.core import rng
 
 
@@ -32,37 +35,62 @@ def _blocked_up(a, v, depth, n_tips, locked) -> bool:
     return a < n_tips or locked[a] or depth[a] < depth[v] + BRLENS_MIN
 
 
-def _spr_prunable(v, parent, locked, root) -> bool:
-    """ExtSprClock may prune v: not the root nor a child of it, and its parent not locked."""
-    return v != root and parent[v] != root and not locked[parent[v]]
+def _spr_prunable(v, parent, kids, depth, n_tips, min_depth, max_depth, locked, root) -> bool:
+    """ExtSprClock may prune v: not the root nor a child of it, its parent not locked, its sister not a
+    sampled ancestor, and not itself a sampled ancestor of fixed age."""
+    if v == root or parent[v] == root or locked[parent[v]]:
+        return False
+    if is_sampled_ancestor(_sister(kids, parent, v), parent, depth, n_tips):
+        return False
+    return not (is_sampled_ancestor(v, parent, depth, n_tips) and min_depth[v] >= max_depth[v])
+
+
+def _up_child(s, kids, depth, a) -> int:
+    """The child of a the walk climbs to: the one that is not a zero-length branch, else a random one."""
+    if depth[a] - depth[kids[a, 0]] < TIME_MIN:
+        return kids[a, 1]
+    if depth[a] - depth[kids[a, 1]] < TIME_MIN:
+        return kids[a, 0]
+    return kids[a, 0] if rng.uniform(s) < 0.5 else kids[a, 1]
+
+
+def _window(v, a, b, depth, ancestor, min_depth, max_depth):
+    """(top, length) of the range u's depth is drawn from on the branch a-b: BRLENS_MIN inside both
+    ends and above v, or for a sampled ancestor v inside its calibration range."""
+    if ancestor:
+        top = min(depth[b] - BRLENS_MIN, max_depth[v])
+        return top, top - max(depth[a] + BRLENS_MIN, min_depth[v])
+    return depth[b] - BRLENS_MIN, depth[b] - max(depth[a], depth[v]) - 2.0 * BRLENS_MIN
 
 
 def ext_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext) -> float:
-    """ExtSprClock (Move_ExtSPRClock): prune a subtree v with its parent u (v uniform among nodes that are
-    not the root's children and whose parent is not locked), walk the attachment point from u's sister a
-    one branch at a time (first step forced, each further step with probability p_ext; up a random child
+    """ExtSprClock (Move_ExtSPRClock): prune a subtree v with its parent u (v uniform among _spr_prunable
+    nodes), walk the attachment point from u's sister a one branch at a time (first step forced, each
+    further step with probability p_ext; up a child (the one not a sampled ancestor, else a random one)
     unless blocked, down unless the next node is the root or locked, turning up at a 50% chance), and
-    regraft u uniformly on the final branch below its top node b and above both a and v. Returns
-    ln(new window / old window) ± ln(2(1 - p_ext)) when only one of the walks starts or stops blocked."""
+    regraft u uniformly on the final branch below its top node b and above both a and v; a sampled
+    ancestor v moves with u, inside its calibration range. Returns ln(new window / old window)
+    ± ln(2(1 - p_ext)) when only one of the walks starts or stops blocked."""
     root = root_of(parent)
     n_free = 0
     for w in range(parent.shape[0]):
-        if _spr_prunable(w, parent, locked, root):
+        if _spr_prunable(w, parent, kids, depth, n_tips, min_depth, max_depth, locked, root):
             n_free += 1
     if n_free == 0:
         return -math.inf
     k = rng.randint(s, n_free)
     v = -1
     for w in range(parent.shape[0]):
-        if _spr_prunable(w, parent, locked, root):
+        if _spr_prunable(w, parent, kids, depth, n_tips, min_depth, max_depth, locked, root):
             if k == 0:
                 v = w
                 break
             k -= 1
+    ancestor = is_sampled_ancestor(v, parent, depth, n_tips)
     u = parent[v]
     a = _sister(kids, parent, v)
     b = parent[u]
-    old_window = depth[b] - max(depth[v], depth[a]) - 2.0 * BRLENS_MIN
+    old_window = _window(v, a, b, depth, ancestor, min_depth, max_depth)[1]
     _replace_child(kids, b, u, a)                 # cut u out
     parent[a] = b
     start_locked = _blocked_up(a, v, depth, n_tips, locked)
@@ -73,7 +101,7 @@ def ext_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, 
             if _blocked_up(a, v, depth, n_tips, locked):
                 break
             b = a
-            a = kids[b, 0] if rng.uniform(s) < 0.5 else kids[b, 1]
+            a = _up_child(s, kids, depth, b)
         elif rng.uniform(s) < 0.5 or parent[b] < 0 or locked[b]:
             up = True
             a = kids[b, 1] if kids[b, 0] == a else kids[b, 0]
@@ -86,10 +114,12 @@ def ext_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, 
     kids[u, 0], kids[u, 1] = min(a, v), max(a, v)
     parent[a] = u
     parent[u] = b
-    new_window = depth[b] - max(depth[a], depth[v]) - 2.0 * BRLENS_MIN
+    top, new_window = _window(v, a, b, depth, ancestor, min_depth, max_depth)
     if new_window <= 0.0:
         return -math.inf
-    depth[u] = depth[b] - BRLENS_MIN - rng.uniform(s) * new_window
+    depth[u] = top - rng.uniform(s) * new_window
+    if ancestor:
+        depth[v] = depth[u]
     ratio = math.log(new_window / old_window)
     if not start_locked and stop_locked:
         ratio += math.log(2.0 * (1.0 - p_ext))
@@ -116,7 +146,7 @@ def _count_nni_free(parent, kids, depth, n_tips, locked) -> int:
 
 def nni_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, tuning) -> float:
     """NNIClock (Move_NNIClock): pick a free interior branch p (uniformly; see _nni_free) and swap one of
-    its children, chosen at random, with p's sister; depths do not change. Returns
+    its children (at random; the one that is not a sampled ancestor if p has one) with p's sister; depths do not change. Returns
     ln(free branches before / free branches after). `tuning` is unused (the move has none)."""
     n_old = _count_nni_free(parent, kids, depth, n_tips, locked)
     if n_old == 0:
@@ -129,7 +159,7 @@ def nni_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, tuni
                 p = w
                 break
             k -= 1
-    a = kids[p, 0] if rng.uniform(s) < 0.5 else kids[p, 1]
+    a = _up_child(s, kids, depth, p)             # never a sampled-ancestor child
     u = parent[p]
     c = _sister(kids, parent, p)
     _replace_child(kids, p, a, c)

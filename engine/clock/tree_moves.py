@@ -13,7 +13,9 @@ caller adds the prior and likelihood ratios), or -inf where MrBayes aborts the m
 have changed, and the caller restores its copy as MrBayes restores the chain's other state.
 
 Written for numba (plain loops over arrays, no Python objects): tests/test_clock/test_numba.py compiles
-them. Sampled ancestors of the fossilized birth-death tree (zero-length branches) are not handled.
+them. Sampled ancestors of the fossilized birth-death tree (a dated tip on a branch shorter than
+TIME_MIN, MrBayes' interior node with a zero-length child) move with their parent node, as in MrBayes:
+the fossil's calibration range (`min_depth`/`max_depth` of the tip) then bounds the parent's depth.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import math
 import numpy as np
 
 from mbgpu.clock.fbd_moves import TREEHEIGHT_MAX
-from mbgpu.clock.param_moves import BRLENS_MAX, BRLENS_MIN
+from mbgpu.clock.param_moves import BRLENS_MAX, BRLENS_MIN, TIME_MIN
 from mbgpu.core import rng
 
 # default tuning, autotune target acceptance rate and relative weight (showmoves, docs/plans/clocks.md §4)
@@ -55,29 +57,49 @@ def _movable(v, min_depth, max_depth) -> bool:
     return min_depth[v] < max_depth[v]
 
 
+def is_sampled_ancestor(v, parent, depth, n_tips) -> bool:
+    """v is a fossil on a zero-length branch (MrBayes: a tip whose length is below TIME_MIN)."""
+    return v < n_tips and parent[v] >= 0 and depth[parent[v]] - depth[v] < TIME_MIN
+
+
+def _slidable(v, parent, depth, n_tips, min_depth, max_depth) -> bool:
+    """NodesliderClock's candidates: movable nodes other than sampled ancestors (which move with their
+    parent node)."""
+    return _movable(v, min_depth, max_depth) and not is_sampled_ancestor(v, parent, depth, n_tips)
+
+
 def node_slider_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, delta) -> float:
     """NodesliderClock (Move_NodeSliderClock): one movable node (interior, root unless its age is fixed,
-    or a tip with a non-fixed calibration), picked uniformly, slides by a window `delta` between its
-    oldest child (+BRLENS_MIN; 0 for a tip) and its parent (-BRLENS_MIN; TREEHEIGHT_MAX for the root),
-    narrowed to its calibration / tree-age range, reflecting at the bounds. Symmetric: returns 0."""
+    or a tip with a non-fixed calibration that is not a sampled ancestor), picked uniformly, slides by a
+    window `delta` between its oldest child (+BRLENS_MIN; 0 for a tip; a sampled-ancestor child gives its
+    calibration minimum instead and its calibration maximum caps the top) and its parent (-BRLENS_MIN;
+    TREEHEIGHT_MAX for the root), narrowed to its calibration / tree-age range, reflecting at the
+    bounds; sampled-ancestor children move with it. Symmetric: returns 0."""
     n_free = 0
     for v in range(parent.shape[0]):
-        if _movable(v, min_depth, max_depth):
+        if _slidable(v, parent, depth, n_tips, min_depth, max_depth):
             n_free += 1
     if n_free == 0:
         return -math.inf
     k = rng.randint(s, n_free)
     p = -1
     for v in range(parent.shape[0]):
-        if _movable(v, min_depth, max_depth):
+        if _slidable(v, parent, depth, n_tips, min_depth, max_depth):
             if k == 0:
                 p = v
                 break
             k -= 1
     lo = 0.0
-    if p >= n_tips:
-        lo = max(depth[kids[p, 0]], depth[kids[p, 1]]) + BRLENS_MIN
     hi = TREEHEIGHT_MAX if parent[p] < 0 else depth[parent[p]] - BRLENS_MIN
+    if p >= n_tips:
+        for j in range(2):
+            c = kids[p, j]
+            if depth[p] - depth[c] > 0.0:
+                lo = max(lo, depth[c] + BRLENS_MIN)
+            else:                                   # sampled ancestor: its calibration bounds p
+                lo = max(lo, min_depth[c])
+            if depth[p] - depth[c] < TIME_MIN:
+                hi = min(hi, max_depth[c])
     hi = min(hi, max_depth[p])
     lo = max(lo, min_depth[p])
     if lo > hi - BRLENS_MIN:
@@ -89,37 +111,56 @@ def node_slider_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, lock
             new = 2.0 * lo - new
         if new > hi:
             new = 2.0 * hi - new
+    if p >= n_tips:
+        for j in range(2):
+            c = kids[p, j]
+            if depth[p] - depth[c] <= 0.0:
+                depth[c] = new
     depth[p] = new
     return 0.0
 
 
 def tree_stretch(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, lam) -> float:
     """TreeStretch (Move_TreeStretch): every movable node depth (interior nodes, dated tips with a
-    non-fixed calibration, the root unless its age is fixed) times c = exp(lam (u - 0.5)); aborts when a
-    node leaves its range, a branch turns negative, exceeds BRLENS_MAX or drops below BRLENS_MIN.
-    Returns k ln c, k = the number of nodes scaled."""
+    non-fixed calibration, the root unless its age is fixed) times c = exp(lam (u - 0.5)); a node with a
+    sampled-ancestor child takes the child's new depth instead (the pair counts once, not at all when
+    the fossil's age is fixed). Aborts when a node leaves its range, a branch turns negative, exceeds
+    BRLENS_MAX, drops below BRLENS_MIN or a zero-length branch grows. Returns k ln c, k = the number of
+    nodes scaled."""
     factor = math.exp(lam * (rng.uniform(s) - 0.5))
+    n = parent.shape[0]
+    new = np.empty(n)
     n_changed = 0
-    for v in range(parent.shape[0]):
+    for v in range(n_tips):                        # tips first: a sampled ancestor sets its parent
+        new[v] = depth[v] * factor if _movable(v, min_depth, max_depth) else depth[v]
         if _movable(v, min_depth, max_depth):
-            new = depth[v] * factor
-            if new < min_depth[v] or new > max_depth[v]:
+            if new[v] < min_depth[v] or new[v] > max_depth[v]:
                 return -math.inf
             n_changed += 1
-    for v in range(parent.shape[0]):
+    for v in range(n_tips, n):
+        new[v] = depth[v]
+        if not _movable(v, min_depth, max_depth):
+            continue
+        new[v] = depth[v] * factor
+        if new[v] < min_depth[v] or new[v] > max_depth[v]:
+            return -math.inf
+        n_changed += 1
+        for j in range(2):
+            c = kids[v, j]
+            if depth[v] - depth[c] < TIME_MIN:     # sampled ancestor: v stays on it
+                new[v] = new[c]
+                if new[v] < min_depth[v] or new[v] > max_depth[v]:
+                    return -math.inf
+                n_changed -= 1
+    for v in range(n):
         p = parent[v]
         if p < 0:
             continue
         old_len = depth[p] - depth[v]
-        new_len = _stretched(p, depth, min_depth, max_depth, factor) - _stretched(v, depth, min_depth, max_depth, factor)
-        if new_len < 0.0 or new_len > BRLENS_MAX or (old_len > BRLENS_MIN and new_len < BRLENS_MIN):
+        new_len = new[p] - new[v]
+        if (new_len < 0.0 or new_len > BRLENS_MAX or (old_len > BRLENS_MIN and new_len < BRLENS_MIN)
+                or (old_len < TIME_MIN and new_len > TIME_MIN)):
             return -math.inf
-    for v in range(parent.shape[0]):
-        depth[v] = _stretched(v, depth, min_depth, max_depth, factor)
+    for v in range(n):
+        depth[v] = new[v]
     return n_changed * math.log(factor)
-
-
-def _stretched(v, depth, min_depth, max_depth, factor) -> float:
-    """v's depth after TreeStretch by `factor`."""
-    return depth[v] * factor if _movable(v, min_depth, max_depth) else depth[v]
-

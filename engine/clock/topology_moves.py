@@ -65,12 +65,7 @@ def _window(v, a, b, depth, ancestor, min_depth, max_depth):
 
 def ext_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext) -> float:
     """ExtSprClock (Move_ExtSPRClock): prune a subtree v with its parent u (v uniform among _spr_prunable
-    nodes), walk the attachment point from u's sister a one branch at a time (first step forced, each
-    further step with probability p_ext; up a child (the one not a sampled ancestor, else a random one)
-    unless blocked, down unless the next node is the root or locked, turning up at a 50% chance), and
-    regraft u uniformly on the final branch below its top node b and above both a and v; a sampled
-    ancestor v moves with u, inside its calibration range. Returns ln(new window / old window)
-    ± ln(2(1 - p_ext)) when only one of the walks starts or stops blocked."""
+    nodes) and regraft it by spr_from. Returns its log proposal ratio."""
     root = root_of(parent)
     n_free = 0
     for w in range(parent.shape[0]):
@@ -86,6 +81,17 @@ def ext_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, 
                 v = w
                 break
             k -= 1
+    return spr_from(s, v, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext)
+
+
+def spr_from(s, v, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext) -> float:
+    """ExtSprClock's move of the picked subtree v: prune v with its parent u, walk the attachment point
+    from u's sister a one branch at a time (first step forced, each further step with probability p_ext;
+    up a child (the one not a sampled ancestor, else a random one) unless blocked, down unless the next
+    node is the root or locked, turning up at a 50% chance), and regraft u uniformly on the final branch
+    below its top node b and above both a and v; a sampled ancestor v moves with u, inside its
+    calibration range. Returns ln(new window / old window) ± ln(2(1 - p_ext)) when only one of the walks
+    starts or stops blocked."""
     ancestor = is_sampled_ancestor(v, parent, depth, n_tips)
     u = parent[v]
     a = _sister(kids, parent, v)
@@ -146,7 +152,8 @@ def _count_nni_free(parent, kids, depth, n_tips, locked) -> int:
 
 def nni_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, tuning) -> float:
     """NNIClock (Move_NNIClock): pick a free interior branch p (uniformly; see _nni_free) and swap one of
-    its children (at random; the one that is not a sampled ancestor if p has one) with p's sister; depths do not change. Returns
+    its children (at random; the one that is not a sampled ancestor if p has one) with p's sister;
+    depths do not change. Returns
     ln(free branches before / free branches after). `tuning` is unused (the move has none)."""
     n_old = _count_nni_free(parent, kids, depth, n_tips, locked)
     if n_old == 0:

@@ -13,9 +13,11 @@ import types
 import numpy as np
 import pytest
 
+from mbgpu.clock import topology_moves as topo
 from mbgpu.clock import tree_moves as tm
 from mbgpu.clock.distributions import GAMMA_MEAN_SD, UNIFORM
 from mbgpu.clock.fbd_moves import ADD_BRANCH_WEIGHT, DEL_BRANCH_WEIGHT, add_branch, del_branch
+from mbgpu.clock.fossil_spr import EXTFOSSILSPR_P_EXT, EXTFOSSILSPR_WEIGHT, ext_fossil_spr_clock
 from mbgpu.clock.fossilized import ln_fossilized_bd
 from mbgpu.clock.rooted import children
 from mbgpu.clock.topology_moves import ext_spr_clock, nni_clock
@@ -27,10 +29,11 @@ from tests.test_clock.test_tree_moves import _clade, _mrbayes_sample
 
 numba = pytest.importorskip("numba")
 
-MODULES = pc.MODULES + ("param_moves", "fbd_moves", "fossilized")
-# NodesliderClock, TreeStretch, ExtSprClock, NNIClock, AddBranch, DelBranch: MrBayes' default weights
+MODULES = pc.MODULES + ("param_moves", "fbd_moves", "fossilized", "fossil_spr")
+# NodesliderClock, TreeStretch, ExtSprClock, NNIClock, AddBranch, DelBranch, ExtFossilSprClock: MrBayes'
+# default weights (ExtFossilSprClock's is 0)
 WEIGHTS = (tm.NODESLIDER_WEIGHT, tm.TREESTRETCH_WEIGHT, tm.EXTSPR_WEIGHT, tm.NNI_WEIGHT, ADD_BRANCH_WEIGHT,
-           DEL_BRANCH_WEIGHT)
+           DEL_BRANCH_WEIGHT, EXTFOSSILSPR_WEIGHT)
 TUNINGS = (0.5, 1.0, tm.EXTSPR_P_EXT, 0.0)
 RATES = (1.0, 0.5, 0.5)                      # net_speciation, relative_extinction, relative_fossilization
 FOSSILS = {2: (0.1, 0.5), 3: (0.05, 0.4)}   # Homo_sapiens, Pan: calibrate uniform(min, max)
@@ -81,6 +84,8 @@ def _move(m, s, parent, kids, depth, n_tips, lo, hi, locked, tunings, cal_kind, 
         return ext_spr_clock(s, parent, kids, depth, n_tips, lo, hi, locked, tunings[2])
     if m == 3:
         return nni_clock(s, parent, kids, depth, n_tips, lo, hi, locked, tunings[3])
+    if m == 6:
+        return ext_fossil_spr_clock(s, parent, kids, depth, n_tips, lo, hi, locked, EXTFOSSILSPR_P_EXT)
     if m == 4:
         return add_branch(s, parent, kids, depth, n_tips, 1.0, cal_kind, cal_min, cal_max, GAMMA_MEAN_SD, 0.0,
                           math.inf)
@@ -147,7 +152,7 @@ def sample(n_samples, thin, seed, weights=WEIGHTS, burnin=20000):
     cdf = np.cumsum(np.asarray(weights, dtype=np.float64))
     cdf /= cdf[-1]
     tunings = np.asarray(TUNINGS, dtype=np.float64)
-    tried, accepted = np.zeros(6, dtype=np.int64), np.zeros(6, dtype=np.int64)
+    tried, accepted = np.zeros(7, dtype=np.int64), np.zeros(7, dtype=np.int64)
     out_parent = np.empty((n_samples, parent.size), dtype=np.int64)
     out_depth = np.empty((n_samples, parent.size))
     chain = _compiled_chain()
@@ -209,9 +214,18 @@ def test_fbd_tree_moves_like_mrbayes(mb_double, tmp_path):
     mb-double's data=no sample (2M generations, every 200th; ours as many states, every 200th)."""
     theirs = _mrbayes_sample(mb_double, tmp_path, "fossilization", MB_EXTRA, ngen=2000000)
     parents, depths, acc = sample(len(theirs), 200, seed=21)
-    assert (acc > 0).all(), acc
+    assert (acc[:6] > 0).all(), acc
     ours_sa = compare_with_mrbayes(parents, depths, theirs)
     assert 0.05 < ours_sa.mean() < 0.95                 # both states are visited
+
+
+def test_ext_fossil_spr_like_mrbayes(mb_double, tmp_path):
+    """ExtFossilSprClock switched on (weight 10, `propset` after `mcmcp nruns=1 nchains=1`) beside the six."""
+    extra = MB_EXTRA + " mcmcp nruns=1 nchains=1; propset ExtFossilSprClock(Tau,V)$prob=10;"
+    theirs = _mrbayes_sample(mb_double, tmp_path, "fossilization", extra, ngen=2000000)
+    parents, depths, acc = sample(len(theirs), 200, seed=22, weights=WEIGHTS[:6] + (10.0,))
+    assert (acc > 0).all(), acc
+    compare_with_mrbayes(parents, depths, theirs)
 
 
 def _sa_state():
@@ -222,16 +236,19 @@ def _sa_state():
     return parent, children(parent), depth
 
 
+MODULE_OF = {"node_slider_clock": "tree_moves", "tree_stretch": "tree_moves", "ext_spr_clock": "topology_moves",
+             "nni_clock": "topology_moves", "ext_fossil_spr_clock": "fossil_spr"}
+
+
 def test_compiled_moves_equal_interpreted():
     """Each move from a state with a sampled ancestor, compiled and interpreted, same seeds, same result."""
     jitted = compiled()
     lo, hi, locked, *_ = _setup()
     for name, tuning in (("node_slider_clock", 0.5), ("tree_stretch", 1.0), ("ext_spr_clock", 0.5),
-                         ("nni_clock", 0.0)):
+                         ("nni_clock", 0.0), ("ext_fossil_spr_clock", 0.5)):
         for seed in range(30):
             a, b = _sa_state(), _sa_state()
-            mod = tm if name in ("node_slider_clock", "tree_stretch") else importlib.import_module(
-                "mbgpu.clock.topology_moves")
+            mod = importlib.import_module("mbgpu.clock." + MODULE_OF[name])
             r1 = jitted[name](rng.seed_states(seed, [(0, 0)])[0], *a, 6, lo, hi, locked, tuning)
             r2 = getattr(mod, name)(rng.seed_states(seed, [(0, 0)])[0], *b, 6, lo, hi, locked, tuning)
             assert r1 == pytest.approx(r2, abs=1e-12), (name, seed)
@@ -250,7 +267,6 @@ def test_sampled_ancestor_moves_with_its_parent():
         if r > -math.inf:
             assert depth[parent[2]] == depth[2] and 0.1 <= depth[2] <= 0.5
         parent, kids, depth = _sa_state()
-        from mbgpu.clock import topology_moves as topo
         r = topo.ext_spr_clock(s, parent, kids, depth, 6, lo, hi, locked, 0.5)
         if r > -math.inf:
             assert depth[parent[2]] == depth[2] and 0.1 <= depth[2] <= 0.5
@@ -260,7 +276,7 @@ def test_sampled_ancestor_moves_with_its_parent():
         r = tm.tree_stretch(s, parent, kids, depth, 6, lo, hi, locked, 1.0)
         if r > -math.inf:
             c = depth[10] / before[10]
-            assert depth[2] == depth[6] and r == pytest.approx(6 * math.log(c))   # 5 interior + Pan; Homo pair once
+            assert depth[2] == depth[6] and r == pytest.approx(6 * math.log(c))   # nodes 7-10, Pan, the Homo pair once
         parent, kids, depth = _sa_state()
         r = topo.nni_clock(s, parent, kids, depth, 6, lo, hi, locked, 0.0)
         assert depth[parent[2]] == depth[2]

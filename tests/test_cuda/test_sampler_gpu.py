@@ -31,8 +31,11 @@ class Trace:
     def sample(self, gen, mc3):
         self.rows.append([(c.tree.parent.copy(), c.tree.brlen.copy(), c.lnl) for run in mc3.runs for c in run])
 
-    def diagnose(self, gen, mc3):
+    def diagnose(self, gen, mc3, show=True, kept=True):
         return None
+
+    def comparison_lines(self):
+        return []
 
 
 def trace_run(settings, factory, opts):

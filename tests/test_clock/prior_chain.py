@@ -30,10 +30,11 @@ TUNINGS = (tm.NODESLIDER_DELTA, tm.TREESTRETCH_LAMBDA, tm.EXTSPR_P_EXT, 0.0)
 
 
 @functools.lru_cache(maxsize=None)
-def compiled() -> dict:
-    """{name: numba dispatcher} of every function of the MODULES, calling each other compiled."""
+def compiled(modules: tuple = MODULES) -> dict:
+    """{name: numba dispatcher} of every function of mbgpu.clock.<modules>, calling each other compiled
+    (each module's globals copied, the compiled versions in place of the plain ones it defines or imports)."""
     spaces, out, originals = [], {}, {}
-    for mod in MODULES:
+    for mod in modules:
         module = importlib.import_module("mbgpu.clock." + mod)
         space = dict(vars(module))
         for name, f in vars(module).items():
@@ -47,10 +48,13 @@ def compiled() -> dict:
     return out
 
 
-def jit_over(f):
-    """f compiled with the clock functions it names bound to their compiled versions."""
+def jit_over(f, modules: tuple = MODULES, helpers=(), names=None):
+    """f compiled with the clock functions it names bound to their compiled versions (those of `modules`),
+    the test's own `helpers` compiled beside them, and `names` ({name: dispatcher}) bound as given."""
     space = dict(f.__globals__)
-    space.update(compiled())
+    space.update(compiled(modules))
+    space.update({h.__name__: numba.njit(h) for h in helpers})
+    space.update(names or {})
     return numba.njit(types.FunctionType(f.__code__, space, f.__name__, f.__defaults__, f.__closure__))
 
 

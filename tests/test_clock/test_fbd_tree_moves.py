@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import importlib
 import math
-import types
 
 import numpy as np
 import pytest
@@ -45,27 +44,13 @@ PARENT = np.array([9, 9, 6, 6, 7, 8, 7, 8, 10, 10, -1])
 DEPTH = np.array([0, 0, 0.3, 0.2, 0, 0, 0.5, 0.7, 0.8, 0.5, 1.0])
 
 
-@functools.lru_cache(maxsize=None)
 def compiled() -> dict:
-    """pc.compiled() over MODULES (the FBD prior and moves as well), each calling the others compiled."""
-    spaces, out, originals = [], {}, {}
-    for mod in MODULES:
-        module = importlib.import_module("mbgpu.clock." + mod)
-        space = dict(vars(module))
-        for name, f in vars(module).items():
-            if isinstance(f, types.FunctionType) and f.__module__ == module.__name__:
-                out[name] = numba.njit(types.FunctionType(f.__code__, space, name, f.__defaults__, f.__closure__))
-                originals[id(f)] = out[name]
-        spaces.append(space)
-    for space in spaces:
-        space.update({k: originals[id(v)] for k, v in space.items() if id(v) in originals})
-    return out
+    """pc.compiled over MODULES (the FBD prior and moves as well)."""
+    return pc.compiled(MODULES)
 
 
 def _jit(f):
-    space = dict(f.__globals__)
-    space.update(compiled())
-    return numba.njit(types.FunctionType(f.__code__, space, f.__name__, f.__defaults__, f.__closure__))
+    return pc.jit_over(f, MODULES)
 
 
 def _ln_prior(parent, depth, n_tips):
@@ -126,11 +111,9 @@ def _chain(s, cdf, tunings, parent, kids, depth, n_tips, lo, hi, locked, cal_kin
 
 @functools.lru_cache(maxsize=None)
 def _compiled_chain():
-    space = dict(_chain.__globals__)
-    space.update(compiled())
-    space["_ln_prior"] = _jit(_ln_prior)
-    space["_move"] = numba.njit(types.FunctionType(_move.__code__, dict(space), "_move"))
-    return numba.njit(types.FunctionType(_chain.__code__, space, "_chain"))
+    ln_prior = _jit(_ln_prior)
+    move = pc.jit_over(_move, MODULES, names={"_ln_prior": ln_prior})
+    return pc.jit_over(_chain, MODULES, names={"_ln_prior": ln_prior, "_move": move})
 
 
 def _setup():

@@ -11,11 +11,9 @@ Dropping a term of the Hastings ratio fails the history and acceptance tests."""
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 import re
 import subprocess
-import types
 from collections import Counter
 from itertools import combinations
 
@@ -31,6 +29,7 @@ from mbgpu.core import rng
 from mbgpu.core.pars_spr import prepare_pars_data
 from mbgpu.tree import Tree
 
+from tests.test_clock import prior_chain as pc
 from tests.test_clock.trees import DATA, TAXA, age_prior
 
 numba = pytest.importorskip("numba")
@@ -62,29 +61,14 @@ def pars_data():
     return prepare_pars_data([(masks, weights)], [4], [1.0], N_TIPS, 0.0)
 
 
-@functools.lru_cache(maxsize=None)
 def compiled() -> dict:
-    """{name: numba dispatcher} of every function of the MODULES, calling each other compiled."""
-    spaces, out, originals = [], {}, {}
-    for mod in MODULES:
-        module = importlib.import_module("mbgpu.clock." + mod)
-        space = dict(vars(module))
-        for name, f in vars(module).items():
-            if isinstance(f, types.FunctionType) and f.__module__ == module.__name__:
-                out[name] = numba.njit(types.FunctionType(f.__code__, space, name, f.__defaults__, f.__closure__))
-                originals[id(f)] = out[name]
-        spaces.append(space)
-    for space in spaces:
-        space.update({k: originals[id(v)] for k, v in space.items() if id(v) in originals})
-    return out
+    """prior_chain.compiled over this test's MODULES."""
+    return pc.compiled(MODULES)
 
 
 def jit_over(f, *helpers):
     """f compiled with the clock functions it names (and the test's `helpers`) bound to compiled versions."""
-    space = dict(f.__globals__)
-    space.update(compiled())
-    space.update({h.__name__: numba.njit(h) for h in helpers})
-    return numba.njit(types.FunctionType(f.__code__, space, f.__name__, f.__defaults__, f.__closure__))
+    return pc.jit_over(f, MODULES, helpers)
 
 
 # ---------------------------------------------------------------------- the test's sampler

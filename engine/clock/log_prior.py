@@ -15,7 +15,7 @@ import numpy as np
 
 from mbgpu.clock import fossilized, relaxed
 from mbgpu.clock import tree_priors as tp
-from mbgpu.clock.distributions import FIXED
+from mbgpu.clock.distributions import FIXED, NORMAL_POSITIVE, ln_density, ln_lognormal_pdf
 from mbgpu.clock.rooted import root_of
 from mbgpu.clock.special import ln_gamma
 from mbgpu.errors import NotImplementedYet
@@ -107,6 +107,10 @@ def ln_scalar_prior(prior, x: float) -> float:
     if prior.family == "Beta":
         return (ln_gamma(p[0] + p[1]) - ln_gamma(p[0]) - ln_gamma(p[1])
                 + (p[0] - 1.0) * math.log(x) + (p[1] - 1.0) * math.log(1.0 - x))
+    if prior.family == "Lognormal":
+        return ln_lognormal_pdf(p[0], p[1], x)
+    if prior.family == "Normal":                   # truncated at 0, as clockratepr's normal
+        return ln_density(NORMAL_POSITIVE, p[0], p[1], 0.0, x)
     if prior.family == "Gamma":
         return (p[0] - 1.0) * math.log(x) + p[0] * math.log(p[1]) - p[1] * x - ln_gamma(p[0])
     raise NotImplementedYet("the %s prior of a clock parameter in the log prior is not supported yet" % prior.family)

@@ -17,7 +17,7 @@ import numpy as np
 from mbgpu import constraints
 from mbgpu.clock.distributions import FIXED
 from mbgpu.clock.rooted import children, depths_of, root_of
-from mbgpu.errors import ModelError
+from mbgpu.errors import ModelError, NotImplementedYet
 from mbgpu.tree import Tree
 
 CLOCK_TOL = 0.001            # IsClockSatisfied's tolerance on root-to-tip paths (1e-3 refused, 9e-4 taken)
@@ -195,6 +195,7 @@ def start_clock_rate(model, bounds: tuple[float, float]) -> float:
 
     Raises:
         ModelError: a fixed clock rate the calibrations exclude (MrBayes' sentence).
+        NotImplementedYet: only a maximum rate binds (not measured in MrBayes).
     """
     rate = model.clock_rate_start
     if bounds[0] - RATE_TOL <= rate <= bounds[1] + RATE_TOL:
@@ -202,6 +203,9 @@ def start_clock_rate(model, bounds: tuple[float, float]) -> float:
     if model.clock_rate.kind == FIXED:
         raise ModelError("Fixed branch lengths do not satisfy fixed clockrate %g (the calibrations need a rate in "
                          "[%g, %g])" % (rate, bounds[0], bounds[1]))
+    if bounds[0] <= 0.0:
+        raise NotImplementedYet("a start tree whose calibrations bound the clock rate only from above (below the "
+                                "start value %g) is not supported yet" % rate)
     return bounds[0]
 
 
@@ -221,8 +225,8 @@ def clock_start(settings, model, name: str) -> ClockStart:
         depth = depths_of(tree, np.flatnonzero(cal_kind[:tree.n_tips] >= 0))
         rate = start_clock_rate(model, rate_bounds(depth, *age_bounds(tree.parent, tree.n_tips, model), cal_kind))
         _check_fixed_age(model, tree.parent, depth, rate, cal_kind)
-    except ModelError as err:
-        raise ModelError("startvals tree '%s': %s" % (name, err.message), where) from None
+    except (ModelError, NotImplementedYet) as err:
+        raise type(err)("startvals tree '%s': %s" % (name, err.message), where) from None
     return ClockStart(tree.parent, children(tree.parent), depth, tree.n_tips, cal_kind, cal_params,
                       _locked(settings, tree.parent, model.divisions), rate)
 

@@ -38,7 +38,13 @@ BASIC = {
     "birthdeath_cluster": ("prset brlenspr=clock:birthdeath sampleprob=0.5 samplestrat=cluster;", T3),
     "birthdeath_priors": ("prset brlenspr=clock:birthdeath speciationpr=uniform(0.05,2) extinctionpr=beta(2,3);", T1),
     "coalescence": ("prset brlenspr=clock:coalescence;", T1),
+    "coalescence_lognormal": ("prset brlenspr=clock:coalescence popsizepr=lognormal(0.5,0.4);", T2),
+    "coalescence_normal": ("prset brlenspr=clock:coalescence popsizepr=normal(0.2,0.5);", T1),
+    "coalescence_gamma": ("lset ploidy=zlinked; prset brlenspr=clock:coalescence popsizepr=gamma(2,4);", T3),
+    "coalescence_uniform": ("prset brlenspr=clock:coalescence popsizepr=uniform(0.1,2);", T1),   # popsize: a draw
     "fossilization": ("prset brlenspr=clock:fossilization;", T2),
+    "fossilization_priors": ("prset brlenspr=clock:fossilization speciationpr=exponential(3) extinctionpr=beta(2,2) "
+                             "fossilizationpr=beta(3,2);", T1),
     "root_calibrated_bd": ("%s %s prset brlenspr=clock:birthdeath speciationpr=fixed(2) extinctionpr=fixed(0.5) "
                            "topologypr=constraints(root) nodeagepr=calibrated; calibrate root=uniform(0.5,1.0);"
                            % (APES, ROOT), T1),
@@ -50,6 +56,7 @@ BASIC = {
     "igr": (UNIFORM + " clockvarpr=igr;", T1),
     "igr_uniform_variance": (UNIFORM + " clockvarpr=igr igrvarpr=uniform(0.1,2);", T1),   # igrvar: a draw
     "tk02": (UNIFORM + " clockvarpr=tk02;", T1),
+    "tk02_uniform_variance": (UNIFORM + " clockvarpr=tk02 tk02varpr=uniform(0.5,3);", T2),  # tk02var: a draw
     "cpp": (UNIFORM + " clockvarpr=cpp;", T1),                                           # cppRate: a draw
     # MrBayes moves a free clock rate into the calibrations' range (to its smallest rate when outside)
     "rate_from_calibration_above": (CALIBRATED + " clockratepr=lognormal(0,1); calibrate apes=uniform(0.2,0.3);", T1),

@@ -4,9 +4,9 @@ utils.c: IsClockSatisfied, IsCalibratedClockSatisfied, SetNodeDepths) and its er
 The tree must be rooted and bifurcating; its branch lengths are substitution units. Undated tips must sit
 at one depth (MrBayes' tolerance 0.001 on root-to-tip paths); dated tips (tip calibrations) keep their
 depth. Calibrations bound the clock rate (depth / age): a fixed clock rate outside those bounds is MrBayes'
-error, a free one outside them starts at the smallest rate they allow (measured with mb-double). Measured
-quirk kept: `treeagepr=fixed(x)` rescales a start tree of another age and charges -1e6; here that is an
-error instead (docs/plans/clocks.md §0).
+error, a free one outside them starts at the smallest rate they allow (measured with mb-double). One
+measured quirk not copied: MrBayes rescales a start tree whose age differs from `treeagepr=fixed(x)` and
+charges -1e6; here that is an error (docs/plans/clocks.md §0).
 """
 from __future__ import annotations
 
@@ -216,6 +216,7 @@ def clock_start(settings, model, name: str) -> ClockStart:
     Raises:
         ModelError: unrooted or multifurcating tree, undated tips at different depths, calibrations no
             clock rate satisfies or that exclude a fixed rate, a tree age other than a fixed treeagepr.
+        NotImplementedYet: calibrations that bound a free clock rate only from above, below its start value.
     """
     tree = rooted_user_tree(settings, name)
     where = settings.trees[name].where

@@ -68,6 +68,7 @@ BASIC = {
     "rate_unbounded_calibration": (CALIBRATED + " clockratepr=exponential(0.5); calibrate "
                                    "apes=offsetexponential(0.2,0.3);", T1),
     "nearly_ultrametric": (UNIFORM + ";", T1.replace("Pan:0.05", "Pan:0.0509")),
+    "extant_tip_calibrated": (UNIFORM + " nodeagepr=calibrated; calibrate Lemur_catta=uniform(0,0.1);", T1),
     "calibration_not_enforced": (APES + " " + UNIFORM + " nodeagepr=calibrated; calibrate apes=uniform(0.2,0.3);", T1),
     "two_divisions": ("charset a = 1-400; charset b = 401-898; partition p = 2: a, b; set partition=p; "
                       "prset applyto=(all) brlenspr=clock:birthdeath clockratepr=exponential(2); "
@@ -117,6 +118,8 @@ ERRORS = {
     "not_ultrametric": (UNIFORM + ";", T1.replace("Pan:0.05", "Pan:0.06"),
                         "Node (Pan) is not at the same depth as some other tip taking colibration into account."),
     "tip_dates_undeclared": (UNIFORM + ";", T4, "Node (Tarsius_syrichta) is not at the same depth as some other tip"),
+    "tip_dates_without_nodeagepr": (UNIFORM + "; calibrate Tarsius_syrichta=fixed(0.1) Lemur_catta=fixed(0.05);",
+                                    T4, "Node (Tarsius_syrichta) is not at the same depth as some other tip"),
     "tip_dates_contradict": (UNIFORM + " nodeagepr=calibrated; calibrate Tarsius_syrichta=fixed(0.2) "
                              "Lemur_catta=fixed(0.05);", T4, "Branch lengths do not satisfy the calibration(s)"),
     "fixed_rate_outside_calibration": (CALIBRATED + "; calibrate apes=fixed(0.2);", T1,

@@ -157,3 +157,13 @@ def test_fixed_tree_age_other_than_the_start_tree_is_an_error(mb_double, tmp_pat
     (model,) = clock_models(s)
     with pytest.raises(ModelError, match=r"treeagepr=fixed\(0.6\) fixes the tree age"):
         clock_start(s, model, s.startvals["V"])
+
+
+def test_a_random_start_value_must_be_given(tmp_path):
+    """cppRate's start is a MrBayes draw (starts() None): ln_prior asks for it instead of guessing."""
+    s = _settings(tmp_path, *BASIC["cpp"])
+    (model,) = clock_models(s)
+    state = clock_start(s, model, "t1")
+    with pytest.raises(ValueError, match="MrBayes draws cppRate at random"):
+        ln_prior(model, state)
+    assert ln_prior(model, state, {"cppRate": 0.5}) > ln_prior(model, state, {"cppRate": 5.0})

@@ -7,7 +7,9 @@ birth-death), `relaxed` (igr, tk02, cpp branch-rate priors), `special` (MrBayes'
 Moves, written for the compiled core (state changed in place, log proposal ratio returned): `tree_moves`
 (NodesliderClock, TreeStretch, depth bounds), `topology_moves` (ExtSprClock, NNIClock), `param_moves`
 (clock rate, tree-prior parameters), `fbd_moves` (AddBranch/DelBranch), `relaxed_moves` and `cpp_moves`
-(branch-rate moves), `relaxed_lengths` (effective branch lengths, the tree moves' relaxed-clock terms).
-Nothing here is wired into the sampler yet: clock priors are refused at the command (docs/plans/clocks.md,
+(branch-rate moves), `relaxed_lengths` (effective branch lengths, the tree moves' relaxed-clock terms),
+`pars_spr_clock` (ParsSPRClock), `fossil_spr` (ExtFossilSprClock); `limits` holds MrBayes' bounds (bayes.h)
+and `model` the ClockModel each tree's settings give.
+Nothing here is wired into the sampler yet: clock priors are refused at mcmc/ss (docs/plans/clocks.md,
 docs/plans/clocks-integration.md).
 """

@@ -17,12 +17,10 @@ import numpy as np
 
 from mbgpu.clock.distributions import ln_lognormal_pdf
 from mbgpu.clock.relaxed_lengths import cpp_effective_lengths
-from mbgpu.clock.relaxed_moves import LAMBDA, _f32, multiply
+from mbgpu.clock.limits import CPPLAMBDA_MAX, CPPLAMBDA_MIN, CPPMULT_MAX, CPPMULT_MIN, POS_MIN
+from mbgpu.clock.relaxed_moves import LAMBDA, multiply
 from mbgpu.core import rng
 
-CPPLAMBDA_MIN, CPPLAMBDA_MAX = _f32(1e-5), 100.0         # reflection bounds of the CPP rate
-CPPMULT_MIN, CPPMULT_MAX = _f32(0.001), 1000.0           # CPPRATEMULTIPLIER_MIN / _MAX (redraw outside)
-POS_MIN = _f32(1e-25)                                    # a drawn position this close to an end aborts
 
 LAMBDA_CPP = LAMBDA                  # Multiplier(Lambda_cpp) tuning (0.191), autotune target 0.25
 WEIGHT_CPP_RATE = 2.0                # Multiplier(Lambda_cpp)

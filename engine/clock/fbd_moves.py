@@ -14,10 +14,9 @@ from __future__ import annotations
 import math
 
 from mbgpu.clock.distributions import FIXED
-from mbgpu.clock.param_moves import BRLENS_MIN
+from mbgpu.clock.limits import BRLENS_MIN, TREEHEIGHT_MAX
 from mbgpu.core import rng
 
-TREEHEIGHT_MAX = 1000.0                  # bayes.h: the window's top when the parent node is the root
 ADD_BRANCH_WEIGHT = 15.0                 # MrBayes' relative weights (clocks.md §4); no tuning, no autotune
 DEL_BRANCH_WEIGHT = 15.0
 

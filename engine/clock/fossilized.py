@@ -14,10 +14,9 @@ import math
 
 import numpy as np
 
+from mbgpu.clock.limits import BRLENS_MIN    # slice-time tolerances
 from mbgpu.clock.rooted import branch_lengths, children, root_of
 from mbgpu.clock.tree_priors import DIVERSITY, FOSSILTIP, RANDOM, tree_age_term
-
-BRLENS_MIN = 0.00000001               # MrBayes' BRLENS_MIN (bayes.h): slice-time tolerances only
 
 
 def _slice_of(t, t_f, sl) -> int:

@@ -12,16 +12,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
+from mbgpu.clock.limits import BRLENS_MAX, BRLENS_MIN, POS_INFINITY, POS_MIN, TIME_MIN
 from mbgpu.core import rng
 
-# bayes.h (float literals, as MrBayes' double arithmetic sees them)
-BRLENS_MIN = float(np.float32(0.00000001))
-BRLENS_MAX = 100.0
-TIME_MIN = float(np.float32(1.0e-11))
-POS_MIN = float(np.float32(1e-25))
-POS_INFINITY = float(np.float32(1e25))
 
 # MrBayes' default tuning, autotune target and relative weight (clocks.md §4; showmoves of mb-double prints
 # lambda 0.811 = 2 ln 1.5, 0.191 = 2 ln 1.1, delta 0.100, target 0.250)

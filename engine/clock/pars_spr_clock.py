@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from mbgpu.clock.param_moves import BRLENS_MIN, TIME_MIN
+from mbgpu.clock.limits import BRLENS_MIN, TIME_MIN
 from mbgpu.clock.rooted import root_of
 from mbgpu.core.pars_spr import (_add_costs_float, _add_costs_int, _down, _final, _load_weights,
                                  _meets, _part_shape, _plane_spans, _weight_scratch)

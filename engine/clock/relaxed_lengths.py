@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from mbgpu.clock.relaxed_moves import RELBRLENS_MAX, RELBRLENS_MIN
+from mbgpu.clock.limits import RELBRLENS_MAX, RELBRLENS_MIN
 
 
 def branch_lengths_of(parent, depth, out) -> None:

@@ -13,21 +13,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from mbgpu.clock.limits import RATE_MAX, RATE_MIN, RELBRLENS_MAX, RELBRLENS_MIN, TIME_MIN
 from mbgpu.core import rng
 
-
-def _f32(x: float) -> float:
-    """MrBayes' bayes.h bounds are float literals (1E-6f): their double value."""
-    return float(np.float32(x))
-
-
-RATE_MIN, RATE_MAX = _f32(1e-6), 100.0                 # RATE_MIN / RATE_MAX
-RELBRLENS_MIN, RELBRLENS_MAX = _f32(1e-8), 100.0       # effective branch length bounds (abort outside)
-TIME_MIN = _f32(1e-11)                                 # a shorter branch is an ancestral fossil's
-IGRVAR_MIN, IGRVAR_MAX = _f32(1e-6), 10000.0
-TK02VAR_MIN, TK02VAR_MAX = _f32(1e-6), 10000.0
 
 LAMBDA = 2.0 * math.log(1.1)         # default multiplier tuning of all four moves (showmoves: 0.191)
 TARGET_RATE = 0.25                   # autotune target of all four moves

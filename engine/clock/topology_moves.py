@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from mbgpu.clock.rooted import root_of
-from mbgpu.clock.param_moves import BRLENS_MIN, TIME_MIN
+from mbgpu.clock.limits import BRLENS_MIN, TIME_MIN
 from mbgpu.clock.tree_moves import is_sampled_ancestor
 from mbgpu.core import rng
 

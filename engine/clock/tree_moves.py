@@ -23,8 +23,7 @@ import math
 
 import numpy as np
 
-from mbgpu.clock.fbd_moves import TREEHEIGHT_MAX
-from mbgpu.clock.param_moves import BRLENS_MAX, BRLENS_MIN, TIME_MIN
+from mbgpu.clock.limits import BRLENS_MAX, BRLENS_MIN, TIME_MIN, TREEHEIGHT_MAX
 from mbgpu.core import rng
 
 # default tuning, autotune target acceptance rate and relative weight (showmoves, docs/plans/clocks.md §4)

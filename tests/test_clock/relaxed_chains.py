@@ -15,8 +15,8 @@ from mbgpu.clock.cpp_moves import (WEIGHT_ADD_DELETE, WEIGHT_DRAW_MULTIPLIER, WE
                                    move_cpp_add_delete, move_cpp_multiplier, move_cpp_position, move_cpp_rate)
 from mbgpu.clock.relaxed import ln_cpp_events, ln_igr_rates, ln_tk02_rates
 from mbgpu.clock.relaxed_lengths import branch_lengths_of, cpp_after_tree_change
-from mbgpu.clock.relaxed_moves import (IGRVAR_MAX, IGRVAR_MIN, TK02VAR_MAX, TK02VAR_MIN, WEIGHT_IGR_BRLENS,
-                                       WEIGHT_TK02_BRLENS, move_igr_branch_rate, move_igrvar,
+from mbgpu.clock.limits import IGRVAR_MAX, IGRVAR_MIN, TK02VAR_MAX, TK02VAR_MIN
+from mbgpu.clock.relaxed_moves import (WEIGHT_IGR_BRLENS, WEIGHT_TK02_BRLENS, move_igr_branch_rate, move_igrvar,
                                        move_tk02_branch_rate, move_tk02var)
 from mbgpu.clock.rooted import children
 from mbgpu.core import rng

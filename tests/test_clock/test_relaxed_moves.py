@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mbgpu.clock import cpp_moves, relaxed_lengths as rl, relaxed_moves as rm
+from mbgpu.clock import cpp_moves, limits, relaxed_lengths as rl, relaxed_moves as rm
 from mbgpu.core.rng import seed_states
 from tests.test_clock.relaxed_chains import DEPTH, KIDS, LENGTH, NEWICK, PARENT, jit_kernels, ks_ok
 
@@ -61,7 +61,7 @@ def test_compiled_moves_equal_interpreted(jitted):
                 if isinstance(a, np.ndarray):
                     np.testing.assert_allclose(a, b, atol=1e-14, err_msg=name)
     for name in ("move_igrvar", "move_tk02var", "move_cpp_rate"):
-        args = (0.3, 0.8) + ((rm.IGRVAR_MIN, rm.IGRVAR_MAX) if name != "move_cpp_rate" else ())
+        args = (0.3, 0.8) + ((limits.IGRVAR_MIN, limits.IGRVAR_MAX) if name != "move_cpp_rate" else ())
         want = INTERPRETED[name](_state(3), *args)
         assert jitted[name](_state(3), *args) == pytest.approx(want, abs=1e-14)
 

@@ -107,6 +107,10 @@ _SPECIAL = {
     ("Treeagepr", "Lognormal"): (pos("mean"), pos("standard deviation")),
     ("Treeagepr", "Offsetlognormal"): (nonneg("offset"), pos("mean"), pos("standard deviation")),
     ("Treeagepr", "Offsetgamma"): (nonneg("offset"), pos("mean"), pos("standard deviation")),
+    # MrBayes' popsizepr reader takes no '-' ("Expecting '<number>'"); its clockratepr normal needs a mean > 0
+    ("Popsizepr", "Lognormal"): (nonneg("mean (log scale)"), pos("standard deviation")),
+    ("Popsizepr", "Normal"): (nonneg("mean"), pos("standard deviation")),
+    ("Clockratepr", "Normal"): (pos("mean"), pos("standard deviation")),
 }
 
 # parameter -> the arguments of Fixed(...)

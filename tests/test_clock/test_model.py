@@ -195,6 +195,25 @@ def test_calibrate_errors_like_mrbayes(command, message, mb_double, tmp_path):
     assert message in screen
 
 
+@pytest.mark.parametrize("prior, accepted", [("popsizepr=lognormal(-1,0.5)", False), ("popsizepr=normal(-1,0.5)", False),
+                                            ("clockratepr=normal(-1,0.5)", False), ("popsizepr=lognormal(0,0.5)", True),
+                                            ("clockratepr=lognormal(-1,0.5)", True)])
+def test_negative_means_refused_where_mrbayes_refuses_them(prior, accepted, mb_double, tmp_path):
+    """MrBayes' popsizepr reader takes no '-' ("Expecting '<number>'") and its clockratepr normal needs a
+    positive mean, while clockratepr=lognormal takes a negative log-scale mean: mbgpu accepts the same."""
+    command = "prset brlenspr=clock:coalescence %s;" % prior
+    if accepted:
+        _ours(tmp_path, command)
+    else:
+        with pytest.raises(CommandError, match="the mean"):
+            _ours(tmp_path, command)
+    (tmp_path / "mb").mkdir()
+    shutil.copy(DATA, tmp_path / "mb" / "primates.nex")
+    (tmp_path / "mb" / "c.nex").write_text("#NEXUS\nbegin mrbayes;\nexecute primates.nex;\n%s\nend;\n" % command)
+    screen = subprocess.run([str(mb_double), "c.nex"], cwd=tmp_path / "mb", capture_output=True, text=True).stdout
+    assert ("Error in command" not in screen) == accepted
+
+
 @pytest.mark.parametrize("command, message", [
     ("prset samplestrat=random 2: 0.2 0.5;", "Time of fossil sampling rate shift must be in decreasing order"),
     ("prset samplestrat=random 1: 0;", "Time of fossil sampling rate shift must be > 0."),

@@ -15,6 +15,7 @@ import math
 
 from mbgpu.clock.limits import BRLENS_MAX, BRLENS_MIN, POS_INFINITY, POS_MIN, TIME_MIN
 from mbgpu.core import rng
+from mbgpu.core.branch_moves import reflect
 
 
 # MrBayes' default tuning, autotune target and relative weight (clocks.md §4; showmoves of mb-double prints
@@ -36,12 +37,7 @@ POPSIZE_MIN, POPSIZE_MAX = 0.00001, 10000000.0                # popsizepr other 
 def multiply(s, x, lam, lo, hi):
     """(new value, log proposal ratio) of MrBayes' multiplier (Move_PosRealMultiplier, Move_Speciation_M):
     x·exp(λ(u-½)), reflected into [lo, hi] as lo²/x or hi²/x; the ratio is log(new/old)."""
-    new = x * math.exp(lam * (rng.uniform(s) - 0.5))
-    while new < lo or new > hi:
-        if new < lo:
-            new = lo * lo / new
-        else:
-            new = hi * hi / new
+    new = reflect(x * math.exp(lam * (rng.uniform(s) - 0.5)), lo, hi)
     return new, math.log(new / x)
 
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from mbgpu.clock.limits import BRLENS_MIN, TIME_MIN
 from mbgpu.clock.rooted import root_of
+from mbgpu.clock.topology_moves import _replace_child
 from mbgpu.core.pars_spr import (_add_costs_float, _add_costs_int, _down, _final, _load_weights,
                                  _meets, _part_shape, _plane_spans, _weight_scratch)
 from mbgpu.core.rng import randint, uniform
@@ -212,16 +213,6 @@ def _choose(s, cost, order, n_r, marked, a):
     return jc, log_r + lo2 - cost[ja] - math.log(total2)
 
 
-def _set_child(kids, p, old, new) -> None:
-    """Put `new` in `old`'s place among p's children, keeping the row in increasing id order."""
-    if kids[p, 0] == old:
-        kids[p, 0] = new
-    else:
-        kids[p, 1] = new
-    if kids[p, 0] > kids[p, 1]:
-        kids[p, 0], kids[p, 1] = kids[p, 1], kids[p, 0]
-
-
 def pars_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, warp, tip_planes, info,
                    part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise, threads):
     """ParsSPRClock (Move_ParsSPRClock) in place; returns the log proposal ratio, -inf where MrBayes
@@ -241,7 +232,7 @@ def pars_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked,
     rpar = parent.copy()
     rpar[a] = b
     rkids = kids.copy()
-    _set_child(rkids, b, u, a)
+    _replace_child(rkids, b, u, a)
     order = np.empty(n_nodes, dtype=np.int64)
     n_r = _rest_order(rkids, root, order)
     s_order = np.empty(n_nodes, dtype=np.int64)
@@ -261,10 +252,10 @@ def pars_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked,
     if new_depth < min_depth[u] or new_depth > max_depth[u]:
         return -math.inf
     parent[a] = b                                  # cut u out, then put it on c's branch
-    _set_child(kids, b, u, a)
-    _set_child(kids, u, a, c)
+    _replace_child(kids, b, u, a)
+    _replace_child(kids, u, a, c)
     parent[c] = u
     parent[u] = d
-    _set_child(kids, d, c, u)
+    _replace_child(kids, d, c, u)
     depth[u] = new_depth
     return log_r + math.log((window - 2.0 * BRLENS_MIN) / (old_window - 2.0 * BRLENS_MIN))

@@ -15,6 +15,7 @@ import math
 
 from mbgpu.clock.limits import RATE_MAX, RATE_MIN, RELBRLENS_MAX, RELBRLENS_MIN, TIME_MIN
 from mbgpu.core import rng
+from mbgpu.core.branch_moves import reflect      # MrBayes' multiplier reflection (lo²/x, hi²/x)
 
 
 LAMBDA = 2.0 * math.log(1.1)         # default multiplier tuning of all four moves (showmoves: 0.191)
@@ -31,20 +32,10 @@ def var_bounds(floor: float, ceiling: float, uniform_lo: float, uniform_hi: floa
     return max(floor, uniform_lo), min(ceiling, uniform_hi)
 
 
-def reflect_multiplied(x: float, lo: float, hi: float) -> float:
-    """MrBayes' multiplier reflection: x -> lo²/x below lo, hi²/x above hi, until inside."""
-    while x < lo or x > hi:
-        if x < lo:
-            x = lo * lo / x
-        if x > hi:
-            x = hi * hi / x
-    return x
-
-
 def multiply(s, old: float, tuning: float, lo: float, hi: float):
     """(new, log proposal ratio) of old x exp((1/2 - u) tuning) reflected into [lo, hi] (Move_IgrVar,
     Move_Nu, Move_CPPRate draw it this way round)."""
-    new = reflect_multiplied(old * math.exp((0.5 - rng.uniform(s)) * tuning), lo, hi)
+    new = reflect(old * math.exp((0.5 - rng.uniform(s)) * tuning), lo, hi)
     return new, math.log(new / old)
 
 
@@ -82,7 +73,7 @@ def move_igr_branch_rate(s, parent, depth, rates, eff, tuning: float) -> float:
     into [RATE_MIN, RATE_MAX]; -inf if its effective length leaves [RELBRLENS_MIN, RELBRLENS_MAX]."""
     v = pick_timed_branch(s, parent, depth)
     old = rates[v]
-    new = reflect_multiplied(old * math.exp((0.5 - rng.uniform(s)) * tuning), RATE_MIN, RATE_MAX)
+    new = reflect(old * math.exp((0.5 - rng.uniform(s)) * tuning), RATE_MIN, RATE_MAX)
     rates[v] = new
     eff[v] = new * (depth[parent[v]] - depth[v])
     if not _in_bounds(eff[v]):
@@ -96,7 +87,7 @@ def move_tk02_branch_rate(s, parent, kids, depth, rates, eff, tuning: float) -> 
     branches of positive length, -inf if one leaves [RELBRLENS_MIN, RELBRLENS_MAX]."""
     v = pick_timed_branch(s, parent, depth)
     old = rates[v]
-    new = reflect_multiplied(old * math.exp((0.5 - rng.uniform(s)) * tuning), RATE_MIN, RATE_MAX)
+    new = reflect(old * math.exp((0.5 - rng.uniform(s)) * tuning), RATE_MIN, RATE_MAX)
     rates[v] = new
     eff[v] = (depth[parent[v]] - depth[v]) * (new + rates[parent[v]]) / 2.0
     if not _in_bounds(eff[v]):

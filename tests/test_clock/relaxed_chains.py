@@ -33,7 +33,7 @@ KERNELS = {
     "distributions": ["ln_gamma_pdf", "ln_lognormal_pdf"],
     "rooted": ["root_of", "branch_lengths"],
     "relaxed": ["ln_tk02_lognormal", "ln_igr_rates", "ln_tk02_rates", "ln_cpp_events"],
-    "relaxed_moves": ["reflect_multiplied", "multiply", "move_igrvar", "move_tk02var", "pick_timed_branch",
+    "relaxed_moves": ["multiply", "move_igrvar", "move_tk02var", "pick_timed_branch",
                       "_in_bounds", "move_igr_branch_rate", "move_tk02_branch_rate"],
     "relaxed_lengths": ["branch_lengths_of", "igr_effective_lengths", "tk02_effective_lengths", "cpp_branch_factor",
                         "cpp_effective_lengths", "lengths_in_bounds", "igr_after_tree_change",

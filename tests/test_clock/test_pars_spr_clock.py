@@ -37,7 +37,7 @@ numba = pytest.importorskip("numba")
 N_TIPS, N_SITES = 5, 200
 N_HISTORIES = 180                       # n! (n-1)! / 2^(n-1) labelled histories of 5 tips
 P_MIN = 1e-3
-MODULES = ("special", "distributions", "rooted", "tree_priors", "pars_spr_clock")
+MODULES = pc.MODULES + ("pars_spr_clock",)
 DNA = {"A": 1, "C": 2, "G": 4, "T": 8}
 
 
@@ -378,7 +378,7 @@ def test_costs_equal_direct_fitch():
             rpar = parent.copy()
             rpar[a] = parent[u]
             rkids = kids.copy()
-            psc._set_child(rkids, parent[u], u, a)
+            psc._replace_child(rkids, parent[u], u, a)
             order, s_order = np.empty(n, np.int64), np.empty(n, np.int64)
             n_r = psc._rest_order(rkids, root, order)
             n_s = psc._rest_order(kids, v, s_order)

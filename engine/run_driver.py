@@ -27,6 +27,7 @@ from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import free_parameters
 from mbgpu.sampler import reweight, stepping_stone
 from mbgpu.sampler.mc3 import MC3, RunOptions
+from mbgpu.clock.model import clock_models
 from mbgpu.sampler.move_table import build_moves
 from mbgpu.sampler.setup import build_runs, fixed_topologies, tree_pattern_sets
 from mbgpu.sampler.sink import FileSink
@@ -123,7 +124,7 @@ def begin(s, con) -> CheckpointSession:
     groups = tree_groups(s)
     propset.check_runnable(s.propset, int(s.mcmc["Nchains"]))
     moves = propset.apply(build_moves(params, len(s.divisions), fixed_topology=fixed_topologies(s, groups),
-                                      trees=groups), s.propset, 0, 0)
+                                      trees=groups, clocks=clock_models(s)), s.propset, 0, 0)
     for line in model_summary_lines(s, params) + [""]:
         con.print(line)
     if not moves:
@@ -188,10 +189,12 @@ def start(s, con, ckp, place, sets, opts, ss=None):
     runs, params = place.chains(s, sets, opts, con, reweight.parsimony_weights(flat, tree_sets))
     weights = reweight.for_runs(s.mcmc, opts.nchains, runs, flat, ckp.payload)   # before the chains' states
     place.restore(runs, ckp)
-    for r, chains in enumerate(runs):
-        con.print("   Initial log likelihoods and log prior probs for run %d:" % (r + 1))
+    for r, chains in enumerate(runs):       # MrBayes' lines (mb-double 3.2.7a: "probs:" with one run)
+        con.print("      Initial log likelihoods and log prior probs%s:" % (" for run %d" % (r + 1) if len(runs) > 1
+                                                                             else ""))
         for c in chains:
-            con.print("      Chain %d -- %.6f -- %.6f" % (c.index + 1, c.lnl, c.lnpr))
+            con.print("         Chain %d -- %.6f -- %.6f" % (c.index + 1, c.lnl, c.lnpr))
+        con.print("")
     if ss is not None:
         for line in stepping_stone.intro_lines(ss):
             con.print(line)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from mbgpu.clock.distributions import age_distribution, calibration_message, clock_rate_distribution
-from mbgpu.clock.model import Calibration, clock_setting
+from mbgpu.clock.model import Calibration, clock_models, clock_setting
 from mbgpu.commands.params import parse_number, resolve
 from mbgpu.commands.values import parse_assignments
 from mbgpu.errors import CommandError, NotImplementedYet
@@ -206,12 +206,25 @@ def _distribution(cmd, a, family: str):
     return age_distribution(family, params)
 
 
+SAMPLED_TREE_PRIORS = ("uniform", "birthdeath", "coalescence")     # the clock tree priors `mcmc` runs
+SAMPLED_CLOCKS = ("strict",)
+
+
 def refuse_clock(settings, command: str) -> None:
-    """The one refusal of the clock settings: `mcmc`/`ss` on a clock tree (lifted by the clock sampler).
+    """The refusal of what the clock sampler does not run yet: `ss` on a clock tree; `mcmc` on a clock tree
+    other than one strict clock under the uniform, birth-death or coalescent prior.
 
     Raises:
-        NotImplementedYet: some division's `prset brlenspr` is a clock.
+        NotImplementedYet: such a clock setting.
     """
     brlens = clock_setting(settings)
-    if brlens is not None:
+    if brlens is None:
+        return
+    models = clock_models(settings)
+    if command != "mcmc" or len(models) != 1:
         raise NotImplementedYet("%s with prset brlenspr=%s is not supported yet" % (command, brlens))
+    model = models[0]
+    if model.tree_prior not in SAMPLED_TREE_PRIORS:
+        raise NotImplementedYet("%s with prset brlenspr=%s is not supported yet" % (command, brlens))
+    if model.clock_var not in SAMPLED_CLOCKS:
+        raise NotImplementedYet("%s with prset clockvarpr=%s is not supported yet" % (command, model.clock_var))

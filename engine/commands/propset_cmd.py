@@ -7,12 +7,13 @@ from mbgpu.errors import CommandError
 
 def current_moves(s) -> list:
     """The move list the current model gives a chain (MrBayes' names), before any propset."""
+    from mbgpu.clock.model import clock_models
     from mbgpu.parameters import free_parameters
     from mbgpu.sampler.move_table import build_moves
     from mbgpu.tree_groups import tree_groups
 
     return build_moves(free_parameters(s), len(s.divisions), fixed_topology=s.fixed_topology() is not None,
-                       trees=tree_groups(s))
+                       trees=tree_groups(s), clocks=clock_models(s))
 
 
 def do_propset(interp, spec, cmd) -> None:

@@ -30,6 +30,8 @@ from mbgpu.sampler.model_state import rate_multiplier, spec_with_values
 def unsupported(chains) -> str | None:
     """Why the compiled core cannot step these chains (None: it can)."""
     first = chains[0]
+    if getattr(first.prior_fn, "clocks", ()):
+        return "clock trees (interpreted until the core holds node depths)"
     if getattr(first, "sum_parts", False):
         return "mcmc reweight (each heat rank's own pattern weights)"
     for part in first.parts:

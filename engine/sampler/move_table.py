@@ -40,12 +40,13 @@ def dirichlet_alpha_factor(form: str, kind: str, size: int) -> float:
     return float(size) if kind == "dirichlet" and form in (SIMPLEX, MULTIPLIERS) else 1.0
 
 
-def tree_moves(n_divisions: int, fixed_topology=False, trees=None) -> list:
+def tree_moves(n_divisions: int, fixed_topology=False, trees=None, clocks=None) -> list:
     """The unconstrained-tree moves (mbgpu.moves) with MrBayes' default weights and names; with a fixed
     topology only those of the branch lengths (MrBayes drops every move of Tau; `fixed_topology`: one
     bool, or one per tree of `trees`, `prset applyto=(k) topologypr=fixed(...)`). With several trees
     (`trees`, mbgpu.tree_groups.TreeGroups) MrBayes lists every tree's topology moves, then every tree's
-    branch-length moves; each slot's `tree` says which tree it moves."""
+    branch-length moves; each slot's `tree` says which tree it moves. `clocks`: per tree its ClockModel
+    or None (mbgpu.clock.model.clock_models); a clock tree gets MrBayes' clock moves (clock_moves)."""
     from mbgpu.moves import default_tree_moves
     from mbgpu.sampler.tree_move_slot import TreeMoveSlot
 
@@ -55,6 +56,11 @@ def tree_moves(n_divisions: int, fixed_topology=False, trees=None) -> list:
         (bool(fixed_topology),) * len(suffixes)
     topology, brlens = [], []
     for k, sfx in enumerate(suffixes):
+        if clocks is not None and clocks[k] is not None:
+            got = clock_moves(clocks[k], sfx, fixed[k], k)
+            topology += got[0]
+            brlens += got[1]
+            continue
         shared = trees.sharing(trees.tau(k)) if trees is not None else (k,)
         if len(shared) > 1 and not fixed[k] and k == shared[0]:
             topology.append(_mult_nni(trees, shared))
@@ -68,6 +74,33 @@ def tree_moves(n_divisions: int, fixed_topology=False, trees=None) -> list:
     return topology + brlens
 
 
+def clock_moves(model, sfx: str, fixed_topology: bool, k: int) -> tuple[list, list]:
+    """(topology moves, other moves) of clock tree k with MrBayes' default weights and names: ExtSprClock,
+    NNIClock and ParsSPRClock of Tau (none with a fixed topology), NodesliderClock and TreeStretch of V, the
+    tree prior's parameters (Net_speciation, Relative_extinction; Popsize) and a free clock rate."""
+    from mbgpu.clock import chain_moves as cm
+    from mbgpu.clock.distributions import FIXED
+    from mbgpu.sampler.tree_move_slot import TreeMoveSlot
+
+    def slot(move, inner):
+        return TreeMoveSlot(move, "%s(%s)" % (move.name, inner), tree=k)
+
+    tv = "Tau%s,V%s" % (sfx, sfx)
+    topology = [] if fixed_topology else [slot(cm.ExtSprClock(), tv), slot(cm.NNIClock(), tv),
+                                          slot(cm.ParsSPRClock(), tv)]
+    other = [slot(cm.NodesliderClock(), "V" + sfx), slot(cm.TreeStretch(), "V" + sfx)]
+    if model.tree_prior == "birthdeath":
+        if not model.speciation.fixed:
+            other.append(slot(cm.SpeciationMultiplier(), "Net_speciation" + sfx))
+        if not model.extinction.fixed:
+            other.append(slot(cm.ExtinctionSlider(), "Relative_extinction" + sfx))
+    if model.tree_prior == "coalescence" and not model.popsize.fixed:
+        other.append(slot(cm.PopsizeMultiplier(), "Popsize" + sfx))
+    if model.clock_rate.kind != FIXED:
+        other.append(slot(cm.ClockRateMultiplier(), "Clockrate" + sfx))
+    return topology, other
+
+
 def _mult_nni(trees, shared: tuple[int, ...]):
     """MrBayes' only topology move of trees sharing one Tau: MultNNI(Tau{all},V{1},V{2},...)."""
     from mbgpu.moves.nni import MultNNI
@@ -78,11 +111,11 @@ def _mult_nni(trees, shared: tuple[int, ...]):
 
 
 def build_moves(params, n_divisions: int, include_tree: bool = True, n_chars: dict | None = None,
-                fixed_topology=False, trees=None) -> list:
-    """The full move list of one chain: parameter moves then tree moves (`trees`: see tree_moves)."""
+                fixed_topology=False, trees=None, clocks=None) -> list:
+    """The full move list of one chain: parameter moves then tree moves (`trees`, `clocks`: see tree_moves)."""
     moves = parameter_moves(params, n_divisions, n_chars)
     if include_tree:
-        moves += tree_moves(n_divisions, fixed_topology, trees)
+        moves += tree_moves(n_divisions, fixed_topology, trees, clocks)
     return moves
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbgpu import constraints, propset
+from mbgpu.clock.model import clock_models
 from mbgpu.deleted_taxa import gammadir_constant
 from mbgpu.memory_check import Table, available_bytes, check_fits, likelihood_bytes
 from mbgpu.model_settings import build_division_models, rate_multipliers
@@ -17,6 +18,7 @@ from mbgpu.sampler.chain import Chain, PartSlot
 from mbgpu.sampler.batch_step import PartFactory
 from mbgpu.sampler.model_state import ModelCache
 from mbgpu.sampler.move_table import build_moves, copy_moves
+from mbgpu.clock.chain_start import clock_start_trees
 from mbgpu.start_state import start_trees
 from mbgpu.tree_groups import tree_groups
 
@@ -38,6 +40,8 @@ class Prior:
     taxa_left_out: int = 0         # `delete`d taxa: MrBayes' gammadir constant counts them (mbgpu.deleted_taxa)
     repeats: tuple = ()            # per tree: True where an earlier tree has its topology (one Tau term each)
     tree_brlenspr: tuple = ()      # per tree its brlens prior where they differ (() : `brlenspr` for every tree)
+    clocks: tuple = ()             # per tree its ClockModel or None (() : no clock tree): a clock tree's terms
+                                   # are its ClockTree.ln_prior, with no topology term (MrBayes' LogPrior)
 
     def brlens_prior(self, k: int = 0):
         """Tree k's `brlenspr` (its V's: `prset applyto=(k) brlenspr=...`)."""
@@ -51,7 +55,10 @@ class Prior:
         return self.total_of_trees([self.brlens(t, k) for k, t in enumerate(trees)], trees, self.parameters(values))
 
     def brlens(self, tree, k: int = 0) -> float:
-        """The branch-length term of tree `k` (its shape-dependent parts kept while the root stays)."""
+        """The branch-length term of tree `k` (its shape-dependent parts kept while the root stays); a clock
+        tree's every clock term."""
+        if self.clocks and self.clocks[k] is not None:
+            return tree.ln_prior()
         shapes = self.__dict__.setdefault("_brlens", {})
         shape = shapes.get(k)
         if shape is None or not shape.fits(tree):
@@ -62,6 +69,8 @@ class Prior:
         """Tree k's topology term, computed once per tip count (it is a constant of the analysis), with the
         analysis' other constant: MrBayes' for deleted taxa under gammadir (mbgpu.deleted_taxa)."""
         cache = self.__dict__.setdefault("_topology", {})
+        if (n_tips, k) not in cache and self.clocks and self.clocks[k] is not None:
+            cache[n_tips, k] = 0.0
         if (n_tips, k) not in cache:
             cs = self.constraints[k] if self.constraints else None
             term = cs.log_topology_prior() if cs is not None else topology_log_prior(n_tips)
@@ -173,11 +182,13 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     n_chars = {i: float(sum(p.weights.sum() for p in group)) for i, group in enumerate(sets, 1)}
     fixed_mult = rate_multipliers(settings)
     groups = tree_groups(settings)
+    clocks = tuple(clock_models(settings))
     taus = [None] if len(groups) == 1 else [groups.tau_divisions(k) for k in range(len(groups))]
     prior = Prior(settings.divisions[0].prset["Brlenspr"], params, n_chars,
                   tuple(constraints.active(settings, t) for t in taus), settings.taxa_left_out,
                   tuple(k not in groups.firsts() for k in range(len(groups))),
-                  tuple(settings.divisions[g[0] - 1].prset["Brlenspr"] for g in groups.groups))
+                  tuple(settings.divisions[g[0] - 1].prset["Brlenspr"] for g in groups.groups),
+                  clocks if any(c is not None for c in clocks) else ())
     own = [None] if len(groups) == 1 else groups.groups      # each tree's divisions
     ctxs = [_move_context(settings, sets, factory, gpu_parsimony, g, t) for g, t in zip(own, taus)]
     pars = [parsimony_data(sets, None if t is None else [d + 1 for d in t]) for t in taus] \
@@ -188,7 +199,7 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
     inputs = [(dm.index, spec, ps, ps.tip_partials()) for dm in models
               for spec, ps in zip(dm.specs, dm.pattern_sets) if ps.n_patterns] if use_data else []
     template = build_moves(params, len(settings.divisions), include_tree=tree_moves, n_chars=n_chars,
-                           fixed_topology=fixed_topologies(settings, groups), trees=groups)
+                           fixed_topology=fixed_topologies(settings, groups), trees=groups, clocks=clocks)
     shared = ModelCache()
     n_lanes = sum(1 for r in range(opts.nruns) for c in range(opts.nchains) if owned is None or owned(r, c))
     _check_memory(settings.matrix.ntax, n_lanes, inputs, factory, available)
@@ -201,7 +212,8 @@ def build_runs(settings, sets, opts, factory, seed: int, tree_moves: bool = True
                 chains.append(None)
                 continue
             rng = chain_rng(seed, run, c)
-            trees = start_trees(settings, groups, rng, pars, (run, c))
+            trees = clock_start_trees(settings, clocks, rng, (run, c)) if prior.clocks else \
+                start_trees(settings, groups, rng, pars, (run, c))
             parts = [PartSlot(lanes.new(k, tips, ps.weights, build_model(spec), fixed_mult[div - 1]), div, spec,
                               fixed_mult[div - 1], groups.of_division(div))
                      for k, (div, spec, ps, tips) in enumerate(inputs)]

@@ -14,7 +14,9 @@ from mbgpu.output.mcmcfile import McmcFileWriter
 from mbgpu.output.pfile import PFileWriter
 from mbgpu.output.tfile import TFileWriter, newick_of
 from mbgpu.output import report_formats
-from mbgpu.output.paramnames import pfile_columns, pfile_header
+from mbgpu.clock.model import clock_models
+from mbgpu.output import clock_samples
+from mbgpu.output.paramnames import clock_pfile_header, pfile_header
 from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import parameter_values
 from mbgpu.sampler.screen import IND, comparison_table
@@ -66,7 +68,11 @@ class FileSink:
         self.reports = site_reports(settings, params)
         self.formats = report_formats.formats(settings, params)
         extra = self.reports.columns if self.reports is not None else []
-        cols, labels = pfile_columns(settings, params) + extra, pfile_header(settings, params) + extra
+        self.clocks = clock_models(settings)
+        self.clock = self.clocks[0] if len(self.clocks) == 1 else None
+        labels = (clock_pfile_header(settings, params, self.clocks) if self.clock else pfile_header(settings, params))
+        labels += extra
+        cols = [c for c in labels if c]
         mode, head = ("a", False) if append else ("w", True)
         self.files, self.p, self.t = [], [], []     # self.t: each run's writers, one per tree
         several = len(self.trees) > 1
@@ -102,7 +108,11 @@ class FileSink:
         for r in range(self.opts.nruns):
             c = mc3.cold(r)
             trees = c.trees
-            values = [t.total_length() for t in trees] + parameter_values(self.params, c.values, self.formats)
+            values = parameter_values(self.params, c.values, self.formats)
+            if self.clock is not None:
+                values = clock_samples.head_values(trees[0]) + values + clock_samples.tail_values(trees[0])
+            else:
+                values = [t.total_length() for t in trees] + values
             if self.reports is not None:
                 values += self.reports.values(lambda d: trees[self.trees.of_division(d)], c.values)
             if not all(math.isfinite(v) for v in values + [c.lnl, c.lnpr]):
@@ -110,7 +120,10 @@ class FileSink:
                                  % (r + 1, gen))
             self.p[r].row(gen, c.lnl, c.lnpr, values)
             for writer, tree in zip(self.t[r], trees):
-                writer.tree(gen, newick_of(tree, self.sci, self.prec, self.settings.outgroup, self.order_taxa))
+                if self.clock is not None:
+                    writer.tree(gen, clock_samples.rooted_newick(tree, self.sci, self.prec), rooted=None)
+                else:
+                    writer.tree(gen, newick_of(tree, self.sci, self.prec, self.settings.outgroup, self.order_taxa))
             for counter, k in zip(self.tree_splits, self.trees.firsts()):
                 counter.add_tree(r, trees[k])
 

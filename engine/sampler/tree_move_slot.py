@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 class TreeMoveSlot:
-    """Wraps one tree move: `name`, `weight`, `counts`, `autotune`, `tuning` (its lambda, if tuned), and
+    """Wraps one tree move: `name`, `weight`, `counts`, `autotune`, `tuning` (its tuned value: lambda, or a clock move's `tuned`), and
     `tree`, the 0-based tree of the chain it moves (several with `unlink topology`); `shared`: the trees
     of a topology that MultNNI moves together (`unlink brlens` inside a linked topology), else None."""
 
@@ -13,11 +13,11 @@ class TreeMoveSlot:
         self.counts = {"tried": 0, "accepted": 0, "batch_tried": 0, "batch_accepted": 0, "batches": 0}
         self.autotune = move.target is not None
         self.target = move.target
-        self.tuning_name = "lambda" if self.autotune else None
+        self.tuning_name = getattr(move, "tuned", "lambda") if self.autotune else None
 
     @property
     def tuning(self) -> float | None:
-        return self.move.tuning.get("lambda") if self.autotune else None
+        return self.move.tuning.get(self.tuning_name) if self.autotune else None
 
     def propose(self, tree, rng, ctx):
         """The move's proposal, or None (a rejection) when it aborted or breaks a topology constraint."""

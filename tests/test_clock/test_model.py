@@ -1,7 +1,7 @@
 """The clock settings (prset's clock options, calibrate) and what they build (mbgpu.clock.model.ClockModel,
 the `.p` header of a clock analysis), against mb-double run now: its `.p` header and Gen-0 row after
 `mcmc ngen=1` for every tree prior, clock-rate prior, relaxed clock and a calibrated / tip-dated case, the
-lines it echoes, and its calibrate errors. `mcmc` and `ss` still refuse a clock tree, at the command."""
+lines it echoes, and its calibrate errors; what `mcmc` and `ss` still refuse, at the command."""
 from __future__ import annotations
 
 import re
@@ -226,13 +226,17 @@ def test_shift_time_errors_like_mrbayes(command, message, tmp_path):
         _ours(tmp_path, "prset samplestrat=cluster 1: 0.3;")
 
 
-@pytest.mark.parametrize("run", ["mcmc ngen=1", "ss ngen=1"])
-def test_mcmc_and_ss_refuse_a_clock_tree_at_the_command(run, tmp_path):
-    """Every clock setting is accepted and echoed; a run on a clock tree is the one refusal left."""
+@pytest.mark.parametrize("run, prset, what", [
+    ("ss ngen=1", "brlenspr=clock:birthdeath", "ss with prset brlenspr=Clock:Birthdeath"),
+    ("mcmc ngen=1", "brlenspr=clock:fossilization", "mcmc with prset brlenspr=Clock:Fossilization"),
+    ("mcmc ngen=1", "brlenspr=clock:birthdeath clockvarpr=igr", "mcmc with prset clockvarpr=igr")])
+def test_runs_the_clock_sampler_lacks_are_refused_at_the_command(run, prset, what, tmp_path):
+    """Every clock setting is accepted and echoed; `ss`, the fossilized birth-death prior and the relaxed
+    clocks are refused at the command until the sampler runs them (mbgpu.commands.clock_cmds.refuse_clock)."""
     with pytest.raises(NotImplementedYet) as e:
-        _ours(tmp_path, "prset brlenspr=clock:birthdeath clockvarpr=igr;\n%s nruns=1 nchains=1;" % run)
+        _ours(tmp_path, "prset %s;\n%s nruns=1 nchains=1;" % (prset, run))
     line = e.value.one_line()
-    assert ":5:1: error: %s with prset brlenspr=Clock:Birthdeath is not supported yet" % run.split()[0] in line
+    assert ":5:1: error: %s is not supported yet" % what in line
 
 
 def _gen0(text: str) -> list[str]:

@@ -1,0 +1,136 @@
+"""A chain's clock tree: the rooted state the clock moves and priors read (a `ClockStart`: parent, kids,
+node depths in substitution units, calibration arrays, locked nodes, clock rate) with the tree-prior
+parameters, and, as a `mbgpu.tree.Tree`, its unrooted view, which the likelihood and the split counts read.
+
+The view joins the root's two branches into one (the likelihood of a reversible model does not depend on
+where the root sits on that branch, and the tree length stays), so the sampler's likelihood paths, which
+keep a trifurcating root, serve clock trees unchanged. A ClockTree is never changed after it is built: a
+move builds a new one (`moved`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from mbgpu.clock.log_prior import ln_prior
+from mbgpu.clock.rooted import branch_lengths, root_of
+from mbgpu.clock.start_tree import ClockStart
+from mbgpu.tree import Tree
+
+
+@dataclass(frozen=True)
+class ClockFrame:
+    """What no move changes: the tree's ClockModel and each node's calibration range in ages (`cal_lo`,
+    `cal_hi`; NaN where the node is not dated), by node id (dated nodes keep their ids under the moves)."""
+
+    model: object
+    cal_lo: np.ndarray
+    cal_hi: np.ndarray
+
+    def depth_bounds(self, state: ClockStart) -> tuple[np.ndarray, np.ndarray]:
+        """(min_depth, max_depth) the moves keep each node in at the state's clock rate (mbgpu.clock.tree_moves
+        .depth_bounds): undated tips at 0, dated nodes in their calibration, an undated root in treeagepr's
+        range (not under the coalescent), other nodes free."""
+        n = state.parent.shape[0]
+        rate = state.clock_rate
+        lo, hi = np.zeros(n), np.full(n, math.inf)
+        hi[:state.n_tips] = 0.0
+        dated = ~np.isnan(self.cal_lo)
+        lo[dated], hi[dated] = self.cal_lo[dated] * rate, self.cal_hi[dated] * rate
+        root = root_of(state.parent)
+        if not dated[root] and self.model.tree_prior != "coalescence":
+            lo[root], hi[root] = self.model.tree_age.min * rate, self.model.tree_age.max * rate
+        return lo, hi
+
+
+def frame_of(model, state: ClockStart) -> ClockFrame:
+    """The frame of a start state: the calibrations' (min, max) ages at the nodes that carry them."""
+    from mbgpu.clock.start_tree import _mrca
+
+    n = state.parent.shape[0]
+    lo, hi = np.full(n, np.nan), np.full(n, np.nan)
+    for cal in model.node_calibrations + model.tip_calibrations:
+        v = _mrca(state.parent, cal.taxa)
+        lo[v], hi[v] = cal.dist.min, cal.dist.max
+    return ClockFrame(model, lo, hi)
+
+
+def unrooted_view(parent: np.ndarray, depth: np.ndarray, n_tips: int) -> tuple[np.ndarray, np.ndarray]:
+    """(parent, brlen) of the rooted tree without its root: the root's first internal child becomes the
+    root of a trifurcation, its sibling hangs below it on the two branches' summed length, and the last
+    node id takes the old root's id (2 n - 2 nodes, tips unchanged)."""
+    brlen = branch_lengths(parent, depth)
+    r = root_of(parent)
+    a, b = np.flatnonzero(parent == r)
+    keep, other = (a, b) if a >= n_tips else (b, a)
+    par = parent.copy()
+    par[keep], par[other] = -1, keep
+    brlen[other] += brlen[keep]
+    brlen[keep] = 0.0
+    last = parent.shape[0] - 1
+    if r != last:
+        par[r], brlen[r] = par[last], brlen[last]
+        par[par == last] = r
+    return par[:last], brlen[:last]
+
+
+class ClockTree(Tree):
+    """A clock tree in a chain's state: `state` (rooted arrays and clock rate), `params` (the tree-prior
+    parameters: label -> float64 array, as ClockModel.starts() names them), `frame`; as a Tree, its
+    unrooted view."""
+
+    def __init__(self, frame: ClockFrame, state: ClockStart, params: dict):
+        parent, brlen = unrooted_view(state.parent, state.depth, state.n_tips)
+        super().__init__(state.n_tips, parent, brlen)
+        self.frame, self.state, self.params = frame, state, params
+        self._ln_prior = None
+
+    def copy(self) -> "ClockTree":
+        """An independent copy (the frame is shared)."""
+        s = self.state
+        return ClockTree(self.frame, replace(s, parent=s.parent.copy(), kids=s.kids.copy(), depth=s.depth.copy()),
+                         {k: v.copy() for k, v in self.params.items()})
+
+    def moved(self, parent: np.ndarray, kids: np.ndarray, depth: np.ndarray, clock_rate: float | None = None,
+              params: dict | None = None) -> "ClockTree":
+        """A new ClockTree with the given rooted arrays (a move's result) and, where given, clock rate and
+        parameters (else this tree's)."""
+        state = replace(self.state, parent=parent, kids=kids, depth=depth,
+                        clock_rate=self.state.clock_rate if clock_rate is None else clock_rate)
+        return ClockTree(self.frame, state, self.params if params is None else params)
+
+    @property
+    def clock_rate(self) -> float:
+        return self.state.clock_rate
+
+    @property
+    def height(self) -> float:
+        """TH: the root's depth (substitution units)."""
+        return float(self.state.depth[root_of(self.state.parent)])
+
+    def values(self) -> dict:
+        """The clock parameters as ln_prior reads them (scalars as floats; clockrate included)."""
+        out = {k: (float(v[0]) if v.shape[0] == 1 else v) for k, v in self.params.items()}
+        out["clockrate"] = self.state.clock_rate
+        return out
+
+    def ln_prior(self) -> float:
+        """MrBayes' clock terms of LnPr for this tree (mbgpu.clock.log_prior.ln_prior), computed once."""
+        if self._ln_prior is None:
+            self._ln_prior = float(ln_prior(self.frame.model, self.state, self.values()))
+        return self._ln_prior
+
+
+def start_params(model, drawn: dict | None = None) -> dict:
+    """The tree-prior parameters' start values as arrays (ClockModel.starts() less the clock rate;
+    `drawn` supplies those MrBayes draws at random)."""
+    out = {}
+    for k, v in {**model.starts(), **(drawn or {})}.items():
+        if k == "clockrate":
+            continue
+        if v is None:
+            raise ValueError("no start value for %s" % k)
+        out[k] = np.atleast_1d(np.asarray(v, dtype=np.float64)).copy()
+    return out

@@ -308,6 +308,18 @@ def _resolve(label: str, quoted: bool, taxon_index: Mapping[str, int]) -> int:
     raise DataError("tree: unknown taxon %r" % label)
 
 
+def tips_in_written_order(text: str, taxon_index: Mapping[str, int]) -> list[int]:
+    """The tip indices of a Newick text in the order they are written (the labels after '(' or ',').
+    MrBayes keeps a user tree's written order as its nodes' left/right, and prints trees in it."""
+    out: list[int] = []
+    prev = ""
+    for kind, value, where in _newick_tokens(text):
+        if kind == "label" and prev in ("(", ","):
+            out.append(_resolve(value, where >= 0, taxon_index))
+        prev = kind
+    return out
+
+
 def _parse_newick(text: str, taxon_index: Mapping[str, int]) -> Tree:
     """Iterative Newick parser (deep trees do not hit the recursion limit)."""
     tokens = _newick_tokens(text)

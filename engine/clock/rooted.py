@@ -24,6 +24,19 @@ def children(parent: np.ndarray) -> np.ndarray:
     return kids
 
 
+def written_children(parent: np.ndarray, n_tips: int, tip_rank: np.ndarray) -> np.ndarray:
+    """kids int64[N, 2] with each node's children ordered by the smallest `tip_rank` below them: given the
+    tips' positions in a written Newick tree, the order it was written in (MrBayes' left, right)."""
+    kids = children(parent)
+    low = np.full(parent.shape[0], np.iinfo(np.int64).max, dtype=np.int64)
+    low[:n_tips] = tip_rank[:n_tips]
+    for v in internal_postorder(parent, n_tips):
+        low[v] = min(low[kids[v, 0]], low[kids[v, 1]])
+        if low[kids[v, 1]] < low[kids[v, 0]]:
+            kids[v, 0], kids[v, 1] = kids[v, 1], kids[v, 0]
+    return kids
+
+
 def root_of(parent: np.ndarray) -> int:
     """The node whose parent is -1."""
     for v in range(parent.shape[0]):

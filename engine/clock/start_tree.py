@@ -16,7 +16,7 @@ import numpy as np
 
 from mbgpu import constraints
 from mbgpu.clock.distributions import FIXED
-from mbgpu.clock.rooted import children, depths_of, root_of
+from mbgpu.clock.rooted import children, depths_of, root_of, written_children
 from mbgpu.errors import ModelError, NotImplementedYet
 from mbgpu.tree import Tree
 
@@ -29,7 +29,10 @@ UNBOUNDED_AGE = 1e25         # an unbounded calibration's maximum in the rate bo
 class ClockStart:
     """The arrays the clock priors read (mbgpu.clock.rooted) and the per-node masks: `cal_kind[v]` the
     calibration kind of a dated node (-1: undated), `cal_params[v]` its (p0, p1, p2), `locked[v]` a node
-    of a hard constraint of `topologypr=constraints(...)`; `clock_rate` the start clock rate."""
+    of a hard constraint of `topologypr=constraints(...)`; `clock_rate` the start clock rate; `brlen` the
+    start tree's branch lengths as written (MrBayes prints and sums these at Gen 0, not depth differences:
+    they differ for a nearly ultrametric tree) and `written_kids` each node's children in the order the
+    tree is written (MrBayes' left/right, the order its .t file prints; `kids` is sorted by node id)."""
 
     parent: np.ndarray
     kids: np.ndarray
@@ -39,6 +42,8 @@ class ClockStart:
     cal_params: np.ndarray
     locked: np.ndarray
     clock_rate: float
+    brlen: np.ndarray | None = None
+    written_kids: np.ndarray | None = None
 
     @property
     def dated(self) -> np.ndarray:
@@ -63,6 +68,18 @@ def rooted_user_tree(settings, name: str) -> Tree:
         raise ModelError("startvals tree '%s': the given tree has unrooted structure (a clock tree must be "
                          "bifurcating)" % name, rec.where)
     return tree
+
+
+def written_tip_ranks(settings, name: str) -> np.ndarray:
+    """rank[t]: the position of tip t in the trees-block tree `name` as written."""
+    from mbgpu.start_state import taxon_index
+    from mbgpu.tree import tips_in_written_order
+
+    rec = settings.trees[name]
+    order = tips_in_written_order(rec.newick, taxon_index(settings.matrix.taxa, rec.translate))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank
 
 
 def _mrca(parent: np.ndarray, taxa) -> int:
@@ -229,7 +246,8 @@ def clock_start(settings, model, name: str) -> ClockStart:
     except (ModelError, NotImplementedYet) as err:
         raise type(err)("startvals tree '%s': %s" % (name, err.message), where) from None
     return ClockStart(tree.parent, children(tree.parent), depth, tree.n_tips, cal_kind, cal_params,
-                      _locked(settings, tree.parent, model.divisions), rate)
+                      _locked(settings, tree.parent, model.divisions), rate, tree.brlen.copy(),
+                      written_children(tree.parent, tree.n_tips, written_tip_ranks(settings, name)))
 
 
 def _check_fixed_age(model, parent, depth, rate, cal_kind) -> None:

@@ -2,15 +2,19 @@
 `Gen LnL LnPr TL ...`, then one row per sample (no trailing tab).
 
 Numbers follow `set scientific` and `set precision` (default `%.6e`; `scientific=no precision=15`
-gives `%.15f`).
+gives `%.15f`); counts (ints) `%d`.
 """
 from __future__ import annotations
 
 from typing import Sequence, TextIO
 
+import numpy as np
+
 
 def format_number(x: float, scientific: bool, precision: int) -> str:
-    """One value as MrBayes prints it in .p files."""
+    """One value as MrBayes prints it in .p files; an int (a count: n_CPP) with `%d`, as MrBayes does."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return "%d" % x
     return "%.*e" % (precision, x) if scientific else "%.*f" % (precision, x)
 
 

@@ -40,6 +40,11 @@ class TFileWriter:
         self.stream.write("   tree gen.%d = %s%s;\n" % (gen, prefix, newick))
         self.stream.flush()
 
+    def clock_tree(self, gen: int, text: str) -> None:
+        """A clock tree's line: `text` is mbgpu.output.clock_trees.clock_tree_text (`[&B ..] = [&R] ...`)."""
+        self.stream.write("   tree gen.%d %s;\n" % (gen, text))
+        self.stream.flush()
+
     def close(self) -> None:
         self.stream.write("end;\n")
         self.stream.flush()

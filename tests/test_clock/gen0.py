@@ -12,8 +12,9 @@ SETUP = "lset nst=1 rates=equal; prset statefreqpr=fixed(equal);"
 
 
 def gen0(mb_double: Path, folder: Path, commands: str, newick: str) -> dict:
-    """The Gen-0 row of MrBayes' .p file as {column: float} (and 'screen': its output) after `commands`
-    (prset / calibrate / constraint lines) from the start tree `newick`."""
+    """The Gen-0 row of MrBayes' .p file as {column: float} (and 'screen': its output, 'pfile' and 'tfile':
+    the .p and .t texts) after `commands` (prset / calibrate / constraint / set / mcmcp lines) from the
+    start tree `newick`."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "primates.nex").write_text(DATA.read_text())
     (folder / "cmd.nex").write_text(
@@ -29,4 +30,6 @@ def gen0(mb_double: Path, folder: Path, commands: str, newick: str) -> dict:
     row = next(ln.split("\t") for ln in lines[2:] if ln.split("\t")[0] == "0")
     out = {k: float(v) for k, v in zip(header, row)}
     out["screen"] = done.stdout
+    out["pfile"] = (folder / "x.p").read_text()
+    out["tfile"] = (folder / "x.t").read_text()
     return out

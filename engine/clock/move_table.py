@@ -68,8 +68,10 @@ class _MoveType:
 _P_EXT = (1e-5, 0.99999)
 _LAMBDA = (0.0001, 20.0)
 
-#: the kinds mbgpu has no kernel for: weight 0 in MrBayes, so only `propset NAME$prob=x` can ask for them
-NO_KERNEL = frozenset({"extss", "localclock", "parsfossilspr", "speciation_slider", "cpp_events_multiplier"})
+#: the kinds mbgpu has no kernel for: weight 0 in MrBayes (only `propset NAME$prob=x` asks for them), and
+#: growth, never listed
+NO_KERNEL = frozenset({"extss", "localclock", "parsfossilspr", "speciation_slider", "cpp_events_multiplier",
+                       "growth"})
 
 #: per parameter (in MrBayes' order), its moves in model.c's table order (showmoves allavailable=yes and the
 #: order propset gives them when switched on: tests/test_clock/test_move_table.py)
@@ -101,6 +103,9 @@ CLOCK_PARAMS = {
                                          (("delta", pm.FOSSILIZATION_DELTA, 1e-5, 20.0),), pm.FOSSILIZATION_TARGET),),
     "popsize": (_MoveType("Multiplier", "popsize", pm.POPSIZE_WEIGHT, (("lambda", pm.POPSIZE_LAMBDA, 1e-5, 100.0),),
                           pm.POPSIZE_TARGET),),
+    # Multiplier(R_pop) of a free growthpr (weight 1, showmoves; range measured): mbgpu has no growthpr, so it
+    # is never listed (_free)
+    "growth": (_MoveType("Multiplier", "growth", 1.0, (("lambda", 2.0 * math.log(1.5)) + _LAMBDA,), 0.25),),
     "cpprate": (_MoveType("Multiplier", "cpprate", cpp.WEIGHT_CPP_RATE, (("lambda", cpp.LAMBDA_CPP) + _LAMBDA,),
                           rx.TARGET_RATE),),
     "cppevents": (

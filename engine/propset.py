@@ -61,9 +61,17 @@ def resized(settings: list, name: str, old, new) -> list:
 
 
 def tuning_names(mv) -> tuple[str, ...]:
-    """The tuning parameters of a chain's move (a ParamMove or a TreeMoveSlot), as propset names them."""
+    """The tuning parameters of a chain's move (a ParamMove, a TreeMoveSlot or a clock move's
+    mbgpu.clock.move_table.ClockMoveSpec), as propset names them."""
+    if hasattr(mv, "ranges"):
+        return tuple(mv.tuning)
     inner = getattr(mv, "move", None)
     return (mv.tuning_name,) if inner is None else tuple(inner.tuning)
+
+
+def tuning_range(mv, param: str) -> tuple[float, float]:
+    """MrBayes' range of a move's tuning parameter: a clock move carries its own (`ranges`)."""
+    return mv.ranges[param] if hasattr(mv, "ranges") else RANGES[(move_kind(mv), param)]
 
 
 def move_kind(mv) -> str:
@@ -124,7 +132,9 @@ def checked(cmd, moves: list, nruns: int, nchains: int) -> list[MoveSetting]:
         run, chain, i = _indices(cmd, words, i + 1, nruns, nchains)
         if run is not None and param == "prob":
             raise cmd.error("propset $prob for one run and chain is not supported yet", ptok, NotImplementedYet)
-        value, i = _value(cmd, words, i, PROB_RANGE if param == "prob" else RANGES[(move_kind(mv), param)])
+        value, i = _value(cmd, words, i, PROB_RANGE if param == "prob" else tuning_range(mv, param))
+        if param == "prob" and value > 0 and not getattr(mv, "has_kernel", True):
+            raise cmd.error("move %s is not implemented yet" % mv.name, start, NotImplementedYet)
         out.append(MoveSetting(name.lower(), param, value, run, chain, nchains))
     return out
 

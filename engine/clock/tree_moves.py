@@ -28,7 +28,8 @@ from mbgpu.core import rng
 
 # default tuning, autotune target acceptance rate and relative weight (showmoves, docs/plans/clocks.md §4)
 NODESLIDER_DELTA, NODESLIDER_TARGET, NODESLIDER_WEIGHT = 0.05, 0.25, 20.0
-TREESTRETCH_LAMBDA, TREESTRETCH_TARGET, TREESTRETCH_WEIGHT = 0.02, 0.25, 3.0
+# TreeStretch's lambda is 2 ln 1.01 = 0.0199 in model.c (MrBayes 3.2.x and develop; showmoves prints 0.020)
+TREESTRETCH_LAMBDA, TREESTRETCH_TARGET, TREESTRETCH_WEIGHT = 2.0 * math.log(1.01), 0.25, 3.0
 EXTSPR_P_EXT, EXTSPR_WEIGHT = 0.5, 10.0          # not autotuned
 NNI_WEIGHT = 12.0                                 # no tuning parameter
 PARSSPR_WARP, PARSSPR_WEIGHT = 0.1, 8.0           # ParsSPRClock: not implemented here

@@ -6,12 +6,16 @@ from mbgpu.errors import CommandError
 
 
 def current_moves(s) -> list:
-    """The move list the current model gives a chain (MrBayes' names), before any propset."""
+    """The move list the current model gives a chain (MrBayes' names), before any propset; with clock trees
+    MrBayes' clock list with its weight-0 moves, which propset may switch on (mbgpu.clock.move_table)."""
     from mbgpu.clock.model import clock_models
+    from mbgpu.clock.move_table import clock_analysis_moves
     from mbgpu.parameters import free_parameters
     from mbgpu.sampler.move_table import build_moves
     from mbgpu.tree_groups import tree_groups
 
+    if any(m is not None for m in clock_models(s)):
+        return clock_analysis_moves(s, available=True)
     return build_moves(free_parameters(s), len(s.divisions), fixed_topology=s.fixed_topology() is not None,
                        trees=tree_groups(s), clocks=clock_models(s))
 

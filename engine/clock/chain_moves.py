@@ -14,12 +14,10 @@ import numpy as np
 
 from mbgpu.clock import param_moves as pm
 from mbgpu.clock import tree_moves as tm
-from mbgpu.clock.pars_spr_clock import PARSSPRCLOCK_WARP, PARSSPRCLOCK_WEIGHT, pars_spr_clock
+from mbgpu.clock.pars_spr_clock import pars_spr_clock
 from mbgpu.clock.topology_moves import ext_spr_clock, nni_clock
+from mbgpu.errors import NotImplementedYet
 from mbgpu.moves.base import Move, aborted, make_proposal
-
-TUNING_MIN, TUNING_MAX = 1e-4, 20.0      # AutotuneSlider / AutotuneMultiplier's window (mbgpu.moves.base)
-
 
 def kernel_state(rng: np.random.Generator) -> np.ndarray:
     """A fresh xoshiro256** state (uint64[4], never all zero) from four raw words of the chain's stream."""
@@ -30,10 +28,12 @@ def kernel_state(rng: np.random.Generator) -> np.ndarray:
 
 
 class ClockMove(Move):
-    """A clock move: `tuned` names the tuning value autotuning changes (None: not tuned), with MrBayes'
-    rule exp(+-min(0.01, 1/sqrt(batch))) inside (TUNING_MIN, TUNING_MAX)."""
+    """A clock move as mbgpu.clock.move_table lists it (`chain_move` sets weight, tuning, target and
+    ranges from its ClockMoveSpec): `tuned` is the tuning value autotuning changes (None: not tuned), by
+    MrBayes' rule exp(+-min(0.01, 1/sqrt(batch))), kept strictly inside its range."""
 
     tuned: str | None = None
+    ranges: dict = {}
 
     def tune(self, acceptance_rate: float) -> None:
         if self.target is None or self.tuned is None:
@@ -41,7 +41,8 @@ class ClockMove(Move):
         self.batches += 1
         delta = min(0.01, 1.0 / math.sqrt(self.batches))
         new = self.tuning[self.tuned] * math.exp(delta if acceptance_rate > self.target else -delta)
-        if TUNING_MIN < new < TUNING_MAX:
+        lo, hi = self.ranges[self.tuned]
+        if lo < new < hi:
             self.tuning[self.tuned] = new
 
 
@@ -63,40 +64,31 @@ class _DepthMove(ClockMove):
 
 
 class NodesliderClock(_DepthMove):
-    name, weight, target, tuned = "NodesliderClock", tm.NODESLIDER_WEIGHT, tm.NODESLIDER_TARGET, "delta"
+    name = "NodesliderClock"
 
-    @classmethod
-    def default_tuning(cls):
-        return {"delta": tm.NODESLIDER_DELTA}
 
     def _kernel(self, s, w, lo, hi, ctx):
         return tm.node_slider_clock(s, w.parent, w.kids, w.depth, w.n_tips, lo, hi, w.locked, self.tuning["delta"])
 
 
 class TreeStretch(_DepthMove):
-    name, weight, target, tuned = "TreeStretch", tm.TREESTRETCH_WEIGHT, tm.TREESTRETCH_TARGET, "lambda"
+    name = "TreeStretch"
 
-    @classmethod
-    def default_tuning(cls):
-        return {"lambda": tm.TREESTRETCH_LAMBDA}
 
     def _kernel(self, s, w, lo, hi, ctx):
         return tm.tree_stretch(s, w.parent, w.kids, w.depth, w.n_tips, lo, hi, w.locked, self.tuning["lambda"])
 
 
 class ExtSprClock(_DepthMove):
-    name, weight = "ExtSprClock", tm.EXTSPR_WEIGHT
+    name = "ExtSprClock"
 
-    @classmethod
-    def default_tuning(cls):
-        return {"p_ext": tm.EXTSPR_P_EXT}
 
     def _kernel(self, s, w, lo, hi, ctx):
         return ext_spr_clock(s, w.parent, w.kids, w.depth, w.n_tips, lo, hi, w.locked, self.tuning["p_ext"])
 
 
 class NNIClock(_DepthMove):
-    name, weight = "NNIClock", tm.NNI_WEIGHT
+    name = "NNIClock"
 
     def _kernel(self, s, w, lo, hi, ctx):
         return nni_clock(s, w.parent, w.kids, w.depth, w.n_tips, lo, hi, w.locked, 0.0)
@@ -106,11 +98,8 @@ class ParsSPRClock(_DepthMove):
     """ParsSPRClock: the data's Fitch sets (mbgpu.core.pars_spr.prepare_pars_data) are prepared once per
     move context and shared by its chains."""
 
-    name, weight = "ParsSPRClock", PARSSPRCLOCK_WEIGHT
+    name = "ParsSPRClock"
 
-    @classmethod
-    def default_tuning(cls):
-        return {"warp": PARSSPRCLOCK_WARP}
 
     def _kernel(self, s, w, lo, hi, ctx):
         return pars_spr_clock(s, w.parent, w.kids, w.depth, w.n_tips, lo, hi, w.locked, self.tuning["warp"],
@@ -129,11 +118,8 @@ def _pars_data(ctx) -> tuple:
 class ClockRateMultiplier(ClockMove):
     """Multiplier(Clockrate): the rate and every depth by one factor (ages stay)."""
 
-    name, weight, target, tuned = "Multiplier", pm.CLOCKRATE_WEIGHT, pm.CLOCKRATE_TARGET, "lambda"
+    name = "Multiplier"
 
-    @classmethod
-    def default_tuning(cls):
-        return {"lambda": pm.CLOCKRATE_LAMBDA}
 
     def propose(self, tree, rng, ctx):
         st = tree.state
@@ -169,12 +155,8 @@ def _bounds(prior, lo: float, hi: float) -> tuple[float, float]:
 
 
 class SpeciationMultiplier(_ParamMove):
-    name, weight, target, tuned, param = "Multiplier", pm.SPECIATION_WEIGHT, pm.SPECIATION_TARGET, "lambda", \
-        "net_speciation"
+    name, param = "Multiplier", "net_speciation"
 
-    @classmethod
-    def default_tuning(cls):
-        return {"lambda": pm.SPECIATION_LAMBDA}
 
     def _kernel(self, s, values, model):
         lo, hi = _bounds(model.speciation, pm.SPECIATION_MIN, pm.SPECIATION_MAX)
@@ -182,25 +164,42 @@ class SpeciationMultiplier(_ParamMove):
 
 
 class ExtinctionSlider(_ParamMove):
-    name, weight, target, tuned, param = "Slider", pm.EXTINCTION_WEIGHT, pm.EXTINCTION_TARGET, "delta", \
-        "relative_extinction"
+    name, param = "Slider", "relative_extinction"
 
-    @classmethod
-    def default_tuning(cls):
-        return {"delta": pm.EXTINCTION_DELTA}
 
     def _kernel(self, s, values, model):
         return pm.extinction_slider(s, values, self.tuning["delta"])
 
 
 class PopsizeMultiplier(_ParamMove):
-    name, weight, target, tuned, param = "Multiplier", pm.POPSIZE_WEIGHT, pm.POPSIZE_TARGET, "lambda", "popsize"
+    name, param = "Multiplier", "popsize"
 
-    @classmethod
-    def default_tuning(cls):
-        return {"lambda": pm.POPSIZE_LAMBDA}
 
     def _kernel(self, s, values, model):
         lo, hi = _bounds(model.popsize, pm.POPSIZE_MIN, pm.POPSIZE_MAX)
         return pm.popsize_multiplier(s, values, self.tuning["lambda"], lo, hi)
 
+
+
+KINDS = {"extspr": ExtSprClock, "nni": NNIClock, "parsspr": ParsSPRClock, "nodeslider": NodesliderClock,
+         "treestretch": TreeStretch, "clockrate": ClockRateMultiplier, "speciation": SpeciationMultiplier,
+         "extinction": ExtinctionSlider, "popsize": PopsizeMultiplier}
+
+
+def chain_move(spec) -> ClockMove | None:
+    """The chain move of a mbgpu.clock.move_table.ClockMoveSpec, with its weight, tuning, target and ranges;
+    None for a weight-0 move without a chain move here (propset refuses to switch those on).
+
+    Raises:
+        NotImplementedYet: a move MrBayes uses by default that the sampler does not run yet.
+    """
+    cls = KINDS.get(spec.kind)
+    if cls is None:
+        if spec.weight == 0:
+            return None
+        raise NotImplementedYet("the clock move %s is not supported yet" % spec.name)
+    move = cls()
+    move.tuning = dict(spec.tuning)
+    move.weight, move.target, move.ranges = spec.weight, spec.target, dict(spec.ranges)
+    move.tuned = next(iter(spec.tuning)) if spec.target is not None and spec.tuning else None
+    return move

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from mbgpu.clock.log_prior import ln_prior
-from mbgpu.clock.rooted import branch_lengths, root_of
+from mbgpu.clock.rooted import root_of
 from mbgpu.clock.start_tree import ClockStart
 from mbgpu.tree import Tree
 
@@ -57,11 +57,16 @@ def frame_of(model, state: ClockStart) -> ClockFrame:
     return ClockFrame(model, lo, hi)
 
 
-def unrooted_view(parent: np.ndarray, depth: np.ndarray, n_tips: int) -> tuple[np.ndarray, np.ndarray]:
+def lengths_of(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Each branch's length from the depths (parent depth - depth; 0 at the root)."""
+    return np.where(parent >= 0, depth[parent] - depth, 0.0)
+
+
+def unrooted_view(parent: np.ndarray, lengths: np.ndarray, n_tips: int) -> tuple[np.ndarray, np.ndarray]:
     """(parent, brlen) of the rooted tree without its root: the root's first internal child becomes the
     root of a trifurcation, its sibling hangs below it on the two branches' summed length, and the last
     node id takes the old root's id (2 n - 2 nodes, tips unchanged)."""
-    brlen = branch_lengths(parent, depth)
+    brlen = lengths.copy()
     r = root_of(parent)
     a, b = np.flatnonzero(parent == r)
     keep, other = (a, b) if a >= n_tips else (b, a)
@@ -82,7 +87,9 @@ class ClockTree(Tree):
     unrooted view."""
 
     def __init__(self, frame: ClockFrame, state: ClockStart, params: dict):
-        parent, brlen = unrooted_view(state.parent, state.depth, state.n_tips)
+        if state.brlen is None:
+            state = replace(state, brlen=lengths_of(state.parent, state.depth))
+        parent, brlen = unrooted_view(state.parent, state.brlen, state.n_tips)
         super().__init__(state.n_tips, parent, brlen)
         self.frame, self.state, self.params = frame, state, params
         self._ln_prior = None
@@ -90,15 +97,25 @@ class ClockTree(Tree):
     def copy(self) -> "ClockTree":
         """An independent copy (the frame is shared)."""
         s = self.state
-        return ClockTree(self.frame, replace(s, parent=s.parent.copy(), kids=s.kids.copy(), depth=s.depth.copy()),
+        return ClockTree(self.frame, replace(s, parent=s.parent.copy(), kids=s.kids.copy(), depth=s.depth.copy(),
+                                             brlen=s.brlen.copy()),
                          {k: v.copy() for k, v in self.params.items()})
 
     def moved(self, parent: np.ndarray, kids: np.ndarray, depth: np.ndarray, clock_rate: float | None = None,
               params: dict | None = None) -> "ClockTree":
         """A new ClockTree with the given rooted arrays (a move's result) and, where given, clock rate and
-        parameters (else this tree's)."""
-        state = replace(self.state, parent=parent, kids=kids, depth=depth,
-                        clock_rate=self.state.clock_rate if clock_rate is None else clock_rate)
+        parameters (else this tree's). As in MrBayes, only the branches whose ends moved get new lengths
+        (depth differences): the others keep theirs, a start tree's as written; children keep their order
+        where a node's children stay the same (MrBayes' left/right, the order the .t file prints)."""
+        old = self.state
+        moved = (parent != old.parent) | (depth != old.depth)
+        moved |= (parent >= 0) & (depth[parent] != old.depth[np.maximum(old.parent, 0)])
+        lengths = np.where(moved, lengths_of(parent, depth), old.brlen)
+        written = old.written_kids
+        if written is not None and moved.any():
+            written = np.where((np.sort(written, axis=1) == kids).all(axis=1)[:, None], written, kids)
+        state = replace(old, parent=parent, kids=kids, depth=depth, brlen=lengths, written_kids=written,
+                        clock_rate=old.clock_rate if clock_rate is None else clock_rate)
         return ClockTree(self.frame, state, self.params if params is None else params)
 
     @property

@@ -34,10 +34,8 @@ class TFileWriter:
             stream.write("%*d %s%s\n" % (width, i + 1, name, ";" if i == len(taxa) - 1 else ","))
         stream.flush()
 
-    def tree(self, gen: int, newick: str, rooted: bool | None = False) -> None:
-        """One sample; `rooted` None: `newick` carries its own `[&R]`-style prefix (clock trees)."""
-        prefix = "" if rooted is None else "[&%s] " % ("R" if rooted else "U")
-        self.stream.write("   tree gen.%d = %s%s;\n" % (gen, prefix, newick))
+    def tree(self, gen: int, newick: str, rooted: bool = False) -> None:
+        self.stream.write("   tree gen.%d = [&%s] %s;\n" % (gen, "R" if rooted else "U", newick))
         self.stream.flush()
 
     def clock_tree(self, gen: int, text: str) -> None:

@@ -46,7 +46,7 @@ def tree_moves(n_divisions: int, fixed_topology=False, trees=None, clocks=None) 
     bool, or one per tree of `trees`, `prset applyto=(k) topologypr=fixed(...)`). With several trees
     (`trees`, mbgpu.tree_groups.TreeGroups) MrBayes lists every tree's topology moves, then every tree's
     branch-length moves; each slot's `tree` says which tree it moves. `clocks`: per tree its ClockModel
-    or None (mbgpu.clock.model.clock_models); a clock tree gets MrBayes' clock moves (clock_moves)."""
+    or None (mbgpu.clock.model.clock_models); clock trees get MrBayes' clock moves (clock_slots)."""
     from mbgpu.moves import default_tree_moves
     from mbgpu.sampler.tree_move_slot import TreeMoveSlot
 
@@ -54,13 +54,10 @@ def tree_moves(n_divisions: int, fixed_topology=False, trees=None, clocks=None) 
         [part_suffix(range(1, n_divisions + 1), n_divisions)]
     fixed = tuple(fixed_topology) if isinstance(fixed_topology, (tuple, list)) else \
         (bool(fixed_topology),) * len(suffixes)
+    if clocks is not None and any(c is not None for c in clocks):
+        return clock_slots(clocks, n_divisions, suffixes, fixed)
     topology, brlens = [], []
     for k, sfx in enumerate(suffixes):
-        if clocks is not None and clocks[k] is not None:
-            got = clock_moves(clocks[k], sfx, fixed[k], k)
-            topology += got[0]
-            brlens += got[1]
-            continue
         shared = trees.sharing(trees.tau(k)) if trees is not None else (k,)
         if len(shared) > 1 and not fixed[k] and k == shared[0]:
             topology.append(_mult_nni(trees, shared))
@@ -74,31 +71,20 @@ def tree_moves(n_divisions: int, fixed_topology=False, trees=None, clocks=None) 
     return topology + brlens
 
 
-def clock_moves(model, sfx: str, fixed_topology: bool, k: int) -> tuple[list, list]:
-    """(topology moves, other moves) of clock tree k with MrBayes' default weights and names: ExtSprClock,
-    NNIClock and ParsSPRClock of Tau (none with a fixed topology), NodesliderClock and TreeStretch of V, the
-    tree prior's parameters (Net_speciation, Relative_extinction; Popsize) and a free clock rate."""
-    from mbgpu.clock import chain_moves as cm
-    from mbgpu.clock.distributions import FIXED
+def clock_slots(clocks, n_divisions: int, suffixes, fixed_topology) -> list:
+    """The moves of an analysis of clock trees (`clocks`: per tree its ClockModel) as chain moves, in MrBayes'
+    order with its weights and tunings (mbgpu.clock.move_table), weight-0 ones included for propset to
+    switch on (propset.apply drops those left at 0)."""
+    from mbgpu.clock.chain_moves import chain_move
+    from mbgpu.clock.move_table import clock_move_specs
     from mbgpu.sampler.tree_move_slot import TreeMoveSlot
 
-    def slot(move, inner):
-        return TreeMoveSlot(move, "%s(%s)" % (move.name, inner), tree=k)
-
-    tv = "Tau%s,V%s" % (sfx, sfx)
-    topology = [] if fixed_topology else [slot(cm.ExtSprClock(), tv), slot(cm.NNIClock(), tv),
-                                          slot(cm.ParsSPRClock(), tv)]
-    other = [slot(cm.NodesliderClock(), "V" + sfx), slot(cm.TreeStretch(), "V" + sfx)]
-    if model.tree_prior == "birthdeath":
-        if not model.speciation.fixed:
-            other.append(slot(cm.SpeciationMultiplier(), "Net_speciation" + sfx))
-        if not model.extinction.fixed:
-            other.append(slot(cm.ExtinctionSlider(), "Relative_extinction" + sfx))
-    if model.tree_prior == "coalescence" and not model.popsize.fixed:
-        other.append(slot(cm.PopsizeMultiplier(), "Popsize" + sfx))
-    if model.clock_rate.kind != FIXED:
-        other.append(slot(cm.ClockRateMultiplier(), "Clockrate" + sfx))
-    return topology, other
+    out = []
+    for spec in clock_move_specs(clocks, n_divisions, suffixes, fixed_topology, available=True):
+        move = chain_move(spec)
+        if move is not None:
+            out.append(TreeMoveSlot(move, spec.name, tree=spec.trees[0]))
+    return out
 
 
 def _mult_nni(trees, shared: tuple[int, ...]):

@@ -15,7 +15,7 @@ from mbgpu.output.pfile import PFileWriter
 from mbgpu.output.tfile import TFileWriter, newick_of
 from mbgpu.output import report_formats
 from mbgpu.clock.model import clock_models
-from mbgpu.output import clock_samples
+from mbgpu.output.clock_trees import clock_pfile_values, clock_tree_text, prints_clock_rate
 from mbgpu.output.paramnames import clock_pfile_header, pfile_header
 from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import parameter_values
@@ -110,7 +110,8 @@ class FileSink:
             trees = c.trees
             values = parameter_values(self.params, c.values, self.formats)
             if self.clock is not None:
-                values = clock_samples.head_values(trees[0]) + values + clock_samples.tail_values(trees[0])
+                head, tail = _clock_values(trees[0])
+                values = head + values + tail
             else:
                 values = [t.total_length() for t in trees] + values
             if self.reports is not None:
@@ -121,7 +122,7 @@ class FileSink:
             self.p[r].row(gen, c.lnl, c.lnpr, values)
             for writer, tree in zip(self.t[r], trees):
                 if self.clock is not None:
-                    writer.tree(gen, clock_samples.rooted_newick(tree, self.sci, self.prec), rooted=None)
+                    writer.clock_tree(gen, _clock_text(tree, self.sci, self.prec))
                 else:
                     writer.tree(gen, newick_of(tree, self.sci, self.prec, self.settings.outgroup, self.order_taxa))
             for counter, k in zip(self.tree_splits, self.trees.firsts()):
@@ -223,6 +224,22 @@ class FileSink:
                     t.close()
         finally:
             _close_all(self.files)
+
+
+def _clock_values(tree) -> tuple[list, list]:
+    """The `.p` values of a ClockTree before and after the substitution parameters' (TH TL ...; clock ones)."""
+    st = tree.state
+    return clock_pfile_values(tree.frame.model, st.parent, st.kids, st.depth, st.n_tips, tree.values(),
+                              lengths=st.brlen)
+
+
+def _clock_text(tree, scientific: bool, precision: int) -> str:
+    """A ClockTree's `.t` text, children in MrBayes' left/right where known (mbgpu.clock.chain_tree)."""
+    st = tree.state
+    kids = st.written_kids if st.written_kids is not None else st.kids
+    rate = st.clock_rate if prints_clock_rate(tree.frame.model) else None
+    return clock_tree_text(st.parent, kids, st.depth, st.n_tips, lengths=st.brlen, clock_rate=rate,
+                           scientific=scientific, precision=precision)
 
 
 def _close_all(files: list[LineFile]) -> None:

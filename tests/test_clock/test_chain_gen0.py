@@ -1,5 +1,6 @@
 """`mcmc` on a clock tree from a `startvals` start tree: mbgpu's Gen-0 `.p` header and row (LnL, LnPr, TH,
-TL, substitution and clock parameters) against mb-double's from the same commands, for each tree prior the
+TL, substitution and clock parameters) and `.t` file up to its Gen-0 tree against mb-double's from the same
+commands, for each tree prior the
 sampler runs (uniform, birth-death, coalescent), calibrations, tip dates, a free clock rate and a model
 with free substitution parameters (the issue's first "done when", through the whole run path)."""
 from __future__ import annotations
@@ -28,6 +29,10 @@ CASES = {
     "tip_dates": (SETUP, UNIFORM + " nodeagepr=calibrated clockratepr=exponential(2); calibrate "
                   "Tarsius_syrichta=fixed(0.1) Lemur_catta=uniform(0.02,0.08);", T4),
     "hky_gamma": ("lset nst=2 rates=gamma;", "prset brlenspr=clock:birthdeath clockratepr=gamma(2,4);", T1),
+    # MrBayes' Gen-0 lengths are the start tree's as written (LnL and TL), not depth differences
+    "nearly_ultrametric": ("lset nst=2;", UNIFORM + ";", T1.replace("Pan:0.05", "Pan:0.0509")),
+    "written_order": (SETUP, UNIFORM + ";", T2.replace("(Saimiri_sciureus:0.3,Lemur_catta:0.3)",
+                                                        "(Lemur_catta:0.3,Saimiri_sciureus:0.3)")),
 }
 RUN = "mcmc ngen=1 samplefreq=1 printfreq=1 nchains=1 nruns=1 mcmcdiagn=no checkpoint=no filename=x;"
 
@@ -60,3 +65,11 @@ def test_gen0_row_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
     assert our_head == head
     assert our_row[:3] == pytest.approx(row[:3], rel=1e-6, abs=1e-6)      # Gen, LnL, LnPr
     assert our_row == pytest.approx(row, rel=1e-6)
+    assert _trees_to_gen0(tmp_path / "ours" / "x.t") == _trees_to_gen0(tmp_path / "mb" / "x.t")
+
+
+def _trees_to_gen0(path) -> list[str]:
+    """The .t file up to its Gen-0 tree, less the [ID: ...] line (the run's stamp)."""
+    lines = path.read_text().splitlines()
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("   tree gen.0 "))
+    return [ln for ln in lines[:end + 1] if not ln.startswith("[ID:")]

@@ -27,7 +27,7 @@ PRIOR = {
     "uniform_gamma_age": (SETUP + UNIFORM + " treeagepr=gamma(0.5,0.2);", T1, 60000, ("TH", "TL")),
     "birthdeath": (SETUP + "prset brlenspr=clock:birthdeath speciationpr=exponential(5) extinctionpr=beta(2,2);",
                    T2, 60000, ("TH", "TL", "net_speciation", "relative_extinction")),
-    "coalescence": (SETUP + "prset brlenspr=clock:coalescence popsizepr=lognormal(-1,0.5);", T2, 60000,
+    "coalescence": (SETUP + "prset brlenspr=clock:coalescence popsizepr=gamma(2,20);", T2, 60000,
                     ("TH", "TL", "popsize")),
     "calibrated_free_rate": (SETUP + APES + UNIFORM + " topologypr=constraints(apes) nodeagepr=calibrated "
                              "clockratepr=lognormal(0,0.5) treeagepr=uniform(0.5,1); calibrate apes=uniform(0.15,0.3);",

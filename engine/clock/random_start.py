@@ -35,9 +35,11 @@ def random_clock_start(settings, model, rng: np.random.Generator, divisions=None
     Raises:
         ModelError: calibrations no tree can satisfy (MrBayes' "Calibration inconsistency" sentences),
             hard constraints that overlap.
-        NotImplementedYet: negative or partial constraints on a clock tree.
+        NotImplementedYet: negative or partial constraints on a clock tree, `mcmc starttree=parsimony`,
+            `mcmc nperts`.
     """
     divisions = tuple(model.divisions if divisions is None else divisions)
+    _refuse_unsupported(settings)
     parent = random_topology(settings, rng, divisions)
     n = settings.matrix.ntax
     cal_kind, cal_params = _calibration_arrays(parent, model)
@@ -51,6 +53,15 @@ def start_depths(parent: np.ndarray, n: int, model) -> np.ndarray:
     if model.node_calibrations or model.tip_calibrations or model.tree_prior in AGE_PRIORS:
         return calibrated_ages(parent, n, model) * model.clock_rate_start
     return segment_depths(parent, n)
+
+
+def _refuse_unsupported(settings) -> None:
+    """`mcmc starttree=parsimony` and `nperts` (RandPerturb re-dates the tree after each NNI) on a clock tree
+    are not copied from MrBayes yet."""
+    if settings.mcmc.get("Starttree") == "Parsimony":
+        raise NotImplementedYet("mcmc starttree=parsimony with a clock tree is not supported yet")
+    if int(settings.mcmc.get("Nperts", 0)):
+        raise NotImplementedYet("mcmc nperts with a clock tree is not supported yet")
 
 
 def random_topology(settings, rng: np.random.Generator, divisions) -> np.ndarray:

@@ -17,7 +17,7 @@ from mbgpu.clock.random_start import (AGE_PRIORS, draw_start_values, random_cloc
                                       uniform_rooted_topology)
 from mbgpu.clock.rooted import depths_of, internal_postorder
 from mbgpu.clock.start_tree import _mrca
-from mbgpu.errors import ModelError
+from mbgpu.errors import ModelError, NotImplementedYet
 from mbgpu.tree import Tree
 from tests.helpers import interp_for
 from tests.test_clock.gen0 import SETUP
@@ -42,6 +42,7 @@ CASES = {
     "fossilization": TIPS % "fossilization",
     "coalescence": "prset brlenspr=clock:coalescence;",
     "coalescence_calibrated": CAL % ("uniform(5,10)", "coalescence"),
+    "clade_of_all_but_one": "constraint rest = 2-12; prset brlenspr=clock:uniform topologypr=constraints(rest);",
 }
 
 
@@ -247,3 +248,13 @@ def test_fixed_topology_start_matches_mrbayes(mb_double, tmp_path):
     (model,) = clock_models(s)
     st = random_clock_start(s, model, np.random.default_rng(1))
     assert _clade_depths(st.parent, st.depth, 12) == _clade_depths(tree.parent, depths_of(tree), 12)
+
+
+@pytest.mark.parametrize("commands", ["mcmcp starttree=parsimony;", "mcmcp nperts=2;",
+                                      "constraint no = 1-3; prset topologypr=constraints(no);".replace("= ", "negative = ")])
+def test_unsupported_start_options_are_refused(commands, tmp_path):
+    """What the random clock start does not copy from MrBayes yet is refused, not done otherwise."""
+    s = _settings(tmp_path, "prset brlenspr=clock:uniform; " + commands)
+    (model,) = clock_models(s)
+    with pytest.raises(NotImplementedYet):
+        random_clock_start(s, model, np.random.default_rng(1))

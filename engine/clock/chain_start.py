@@ -1,11 +1,13 @@
 """A chain's start clock tree: from `startvals tau=T v=T` (mbgpu.clock.start_tree.clock_start, MrBayes'
-checks), with the tree-prior parameters at MrBayes' start values.
+checks) or MrBayes' random clock tree (mbgpu.clock.random_start), with the tree-prior parameters at
+MrBayes' start values or its draws, from the chain's own stream.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from mbgpu.clock.chain_tree import ClockTree, frame_of, start_params
+from mbgpu.clock.random_start import draw_start_values, random_clock_start
 from mbgpu.clock.start_tree import clock_start
 from mbgpu.errors import NotImplementedYet
 
@@ -27,8 +29,8 @@ def clock_start_trees(settings, clocks, rng: np.random.Generator, chain: tuple[i
     """The chain's start trees: one ClockTree (an analysis with one clock tree).
 
     Raises:
-        NotImplementedYet: several trees, no startvals tree for this chain (MrBayes' random clock start tree
-            is not built yet), only a Tau start value, mcmc nperts, or a parameter MrBayes starts at random.
+        NotImplementedYet: several trees, only a Tau start value, mcmc nperts.
+        ModelError: a start tree or calibrations MrBayes refuses.
     """
     if len(clocks) != 1 or clocks[0] is None:
         raise NotImplementedYet("clock trees with unlinked topologies or branch lengths are not supported yet")
@@ -36,15 +38,7 @@ def clock_start_trees(settings, clocks, rng: np.random.Generator, chain: tuple[i
     if int(settings.mcmc.get("Nperts", 0)):
         raise NotImplementedYet("mcmc nperts with a clock tree is not supported yet")
     name = _startvals_name(settings, chain)
-    if name is None:
-        raise NotImplementedYet("a clock analysis without a start tree (startvals tau=T v=T) for every chain is not "
-                                "supported yet (MrBayes' random clock start tree)")
-    if settings.startval("V") is None:
+    if name is not None and settings.startval("V") is None:
         raise NotImplementedYet("startvals tau without v for a clock tree is not supported yet")
-    state = clock_start(settings, model, name)
-    try:
-        params = start_params(model)
-    except ValueError:
-        raise NotImplementedYet("a clock parameter MrBayes starts at a random draw from its prior (a uniform "
-                                "prior) is not supported yet") from None
-    return [ClockTree(frame_of(model, state), state, params)]
+    state = clock_start(settings, model, name) if name is not None else random_clock_start(settings, model, rng)
+    return [ClockTree(frame_of(model, state), state, start_params(model, draw_start_values(model, rng)))]

@@ -73,3 +73,25 @@ def _trees_to_gen0(path) -> list[str]:
     lines = path.read_text().splitlines()
     end = next(i for i, ln in enumerate(lines) if ln.startswith("   tree gen.0 "))
     return [ln for ln in lines[:end + 1] if not ln.startswith("[ID:")]
+
+
+@pytest.mark.parametrize("clock", [UNIFORM + ";", UNIFORM + " treeagepr=uniform(2,5) clockratepr=exponential(2);"])
+def test_random_start_tree_has_mrbayes_ages(clock, mb_double, tmp_path, monkeypatch):
+    """Without startvals both start from MrBayes' random clock tree: its topology is random, its ages are
+    MrBayes' fixed rule (mbgpu.clock.random_start), so TH, the clock rate and the uniform prior's LnPr (a
+    function of the tree age alone) agree at Gen 0."""
+    text = _file(SETUP, clock, T1).replace(" startvals tau=t1 v=t1;", "")
+    for who in ("mb", "ours"):
+        (tmp_path / who).mkdir()
+        shutil.copy(DATA, tmp_path / who / "primates.nex")
+    (tmp_path / "mb" / "cmd.nex").write_text(text)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path / "mb", capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    monkeypatch.chdir(tmp_path / "ours")
+    interp_for(text, tmp_path / "ours", "cmd.nex")
+    head, row = _gen0(tmp_path / "mb" / "x.p")
+    our_head, our_row = _gen0(tmp_path / "ours" / "x.p")
+    assert our_head == head
+    keep = [i for i, h in enumerate(head) if h in ("LnPr", "TH", "clockrate")]
+    assert [our_row[i] for i in keep] == pytest.approx([row[i] for i in keep], rel=1e-6)

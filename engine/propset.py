@@ -10,6 +10,7 @@ those of the chains that remain (`resized`), and chains added later start from t
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from mbgpu.errors import CommandError, NotImplementedYet
@@ -163,13 +164,41 @@ def _value(cmd, words, i: int, bounds: tuple[float, float]) -> tuple[float, int]
         tok = words[min(i, len(words) - 1)]
         raise cmd.error("expected '=' and a value, found '%s'" % tok.text, tok, CommandError)
     tok = words[i + 1] if i + 1 < len(words) else words[i]
-    try:
-        value = float(tok.text) if tok.kind == "word" and not tok.text.startswith("-") else None
-    except ValueError:
-        value = None
-    if value is None or tok is words[i]:
+    first, is_number = _mrbayes_token(tok.text) if tok.kind == "word" and tok is not words[i] else (tok.text, False)
+    if not is_number:
+        raise cmd.error("Expecting '<number>', found '%s'" % first, tok, CommandError)
+    if first != tok.text:
         raise cmd.error("Expecting '<number>', found '%s'" % tok.text, tok, CommandError)
+    prefix = _STRTOD.match(first).group(0)
+    if not any(c.isdigit() for c in prefix.lower().partition("e")[0]):
+        raise cmd.error("propset value '%s' (no number for C's sscanf) is not supported" % first, tok,
+                        NotImplementedYet)
+    value = float(prefix)
     lo, hi = bounds
     if not lo <= value <= hi:
         raise cmd.error("The value is out of range (min = %f; max = %f)" % (lo, hi), tok, CommandError)
     return value, i + 2
+
+
+#: C's sscanf("%lf") reads the longest numeric prefix of MrBayes' NUMBER token ("2.5.1" is 2.5, "1e" is 1)
+_STRTOD = re.compile(r"[0-9]*\.?[0-9]*(?:[eE][+-]?[0-9]+)?")
+
+
+def _mrbayes_token(text: str) -> tuple[str, bool]:
+    """The first token MrBayes' GetToken reads from `text`, and whether it is a NUMBER. A word goes on over
+    letters, digits, '_', '.', '+', '-' and is a NUMBER while it is digits and dots with one exponent E that
+    a sign may follow; a '-' ends a NUMBER except after its E. Any other first character is a token of its
+    own, so '-1' starts with the token '-' (MrBayes reads no signed numbers in propset)."""
+    if not (text[0].isalnum() or text[0] in "_."):
+        return text[0], False
+    number, exponent, n = text[0] in "0123456789.", False, 1
+    while n < len(text) and (text[n].isalnum() or text[n] in "_.+-"):
+        c, before = text[n], text[n - 1]
+        if number and c == "-" and before not in "Ee":
+            break
+        if number and c in "Ee" and not exponent:
+            exponent = True
+        elif not (number and c in "+-" and before in "Ee") and c not in "0123456789.":
+            number = False
+        n += 1
+    return text[:n], number

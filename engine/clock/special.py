@@ -1,7 +1,8 @@
 """MrBayes 3.2.7a's own special functions (utils.c), reproduced so clock priors match it digit for digit.
 
 MrBayes' LnGamma is Pike & Hill's series (10 decimals), not the C library's lgamma; LnFactorial sums logs.
-Plain scalar code: numba can compile it as it is.
+Plain scalar code: numba can compile it as it is. This is the project's one LnGamma: mbgpu.models.discrete_gamma
+compiles this function for the +G rates rather than keeping a copy.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def ln_gamma(alp: float) -> float:
     if x < 7.0:
         f = 1.0
         z = x - 1.0
-        z += 1.0
+        z += 1.0          # MrBayes' `z = x-1.0; while (++z < 7.0)`: (x-1)+1 rounds for x < 0.5, so keep it
         while z < 7.0:
             f *= z
             z += 1.0

@@ -21,6 +21,7 @@ from mbgpu.commands.values import Assignment, parse_assignments
 from mbgpu.analysis import adopt_run_count, run_mcmc
 from mbgpu.deleted_taxa import analysis_settings
 from mbgpu.errors import CommandError, MbgpuError, NotImplementedYet, Quit
+from mbgpu.output import report_formats
 from mbgpu.parameters import link_groups
 from mbgpu.start_state import user_tree
 from mbgpu.sampler import stepping_stone
@@ -554,12 +555,20 @@ def _with_data(handler, interp, spec, cmd) -> None:
 
 
 _TAKE_CTYPES = ("Lset", "Prset", "Exclude", "Include", "Link", "Unlink")
+#: the commands after which MrBayes 3.2.7a sets up its model (SetUpAnalysis) and so checks the formats of
+#: shared rate multipliers (report_formats.unify_ratemult; measured with mb-double after report, prset, link)
+_SET_UP_MODEL = ("Lset", "Prset", "Report", "Link", "Unlink")
 
 
 def run(interp, spec, cmd) -> None:
     """Execute one resolved command (and after those that make MrBayes' model read the character types,
-    take them in: mbgpu.commands.char_cmds)."""
+    take them in: mbgpu.commands.char_cmds; after those that make it set up its model, give shared rate
+    multipliers one report format, with its warning)."""
     _HANDLERS.get(spec.name, do_stored)(interp, spec, cmd)
     forget_after(interp.settings, spec.name)
     if spec.name in _TAKE_CTYPES:
         take_ctypes(interp, cmd)
+    s = interp.settings
+    if spec.name in _SET_UP_MODEL and s.matrix is not None:
+        for line in report_formats.unify_ratemult(s.divisions, link_groups(s, "ratemult")):
+            interp.console.print(line)

@@ -3,8 +3,9 @@
 MrBayes does not use exact gamma quantiles: it uses the published approximations AS 91 (chi-square
 quantile, Best & Roberts 1975, tolerance 0.5e-6), AS 32 (incomplete gamma ratio, Bhattacharjee 1970,
 accuracy 1e-8), the Odeh & Evans (1974) normal quantile that seeds AS 91, and Pike & Hill's (1966)
-log-gamma. Likelihoods under +G differ from the exact-quantile values by up to ~1e-6, so to match
-MrBayes to ~1e-10 we reproduce those algorithms here (written from the published descriptions).
+log-gamma (MrBayes' LnGamma: mbgpu.clock.special's, compiled here). Likelihoods under +G differ from the
+exact-quantile values by up to ~1e-6, so to match MrBayes to ~1e-10 we reproduce those algorithms here
+(written from the published descriptions).
 Compiled with numba: a shape proposal rebuilds the rates, and in plain Python this was most of it.
 
 The category rates are the means of K equal-probability categories (Yang 1994):
@@ -17,27 +18,15 @@ import math
 import numba
 import numpy as np
 
+from mbgpu.clock import special
 from mbgpu.jit import JIT_OPTIONS
 
 _TINY = 1e-30
 
 
-@numba.njit(**JIT_OPTIONS)
-def ln_gamma(x: float) -> float:
-    """log Gamma(x) by Stirling's series after shifting x up to 7 (Pike & Hill 1966, ~1e-10)."""
-    shift = 0.0
-    if x < 7.0:
-        prod = 1.0
-        z = x
-        while z < 7.0:
-            prod *= z
-            z += 1.0
-        x = z
-        shift = -math.log(prod)
-    z = 1.0 / (x * x)
-    series = (((-0.000595238095238 * z + 0.000793650793651) * z - 0.002777777777778) * z
-              + 0.083333333333333) / x
-    return shift + (x - 0.5) * math.log(x) - x + 0.918938533204673 + series
+# MrBayes' LnGamma lives in mbgpu.clock.special (plain Python, so the clock kernels can be compiled with it);
+# this is the same function compiled, for the kernels below.
+ln_gamma = numba.njit(**JIT_OPTIONS)(special.ln_gamma)
 
 
 @numba.njit(**JIT_OPTIONS)

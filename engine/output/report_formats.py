@@ -34,3 +34,23 @@ def values(kind: str, fmt: str, held: np.ndarray) -> np.ndarray:
     if kind == "revmat" or (kind == "ratemult" and fmt == "Ratio"):
         return held / (held[-1] if kind == "revmat" else held[0])
     return held / held.sum()
+
+
+def unify_ratemult(divisions, groups) -> list[str]:
+    """MrBayes 3.2.7a's check each time it sets up the model (SetUpLinkTable, after report, lset, prset,
+    link, unlink): divisions sharing one rate multiplier (`groups`, 1-based, as parameters.link_groups)
+    are given the `report ratemult` format of the first of them, in place, and the warning MrBayes prints
+    is returned for each group whose formats differed. MrBayes' "parameter %d" has no argument; mb-double
+    prints the number of divisions there."""
+    option, default = _OPTION["ratemult"]
+    lines = []
+    for group in groups:
+        first = divisions[group[0] - 1].report.get(option, default)
+        if all(divisions[i - 1].report.get(option, default) == first for i in group):
+            continue
+        for i in group[1:]:
+            divisions[i - 1].report[option] = first
+        lines += ["      WARNING: Report format for ratemult (parameter %d) varies across partitions."
+                  % len(divisions), "         MrBayes will use the format for the first partition, which is %s."
+                  % first]
+    return lines

@@ -22,6 +22,9 @@ CASES = {
     "partitions": (PARTS + ONE + "propset Dirichlet(Ratemultiplier{all})$alpha=2 Slider(Revmat{all})$prob=0 "
                    "multiplier(alpha{ALL})$LAMBDA=0.5 Nodeslider(V{all})$prob=3.5;", ""),
     # MrBayes forgets them all at a new number of runs, those of the chains that go at a new nchains ...
+    # values read as MrBayes reads them: its NUMBER token, then C's sscanf ("2.5.1" is 2.5, "1e-1.5" 0.1)
+    "mrbayes-numbers": (ONE + "propset Multiplier(V)$lambda=2.5.1 Slider(Revmat)$delta=1e-1.5 Dirichlet(Pi)$alpha=.5e "
+                        "Multiplier(Alpha)$lambda=5. TLMultiplier(V)$lambda=1E+0;", ""),
     "forgotten-by-nruns": (OFF + ONE, ""),
     "forgotten-by-mcmc-nruns": ("mcmcp nruns=1 nchains=2;" + OFF, "nruns=2"),
     "kept-by-fewer-chains": ("mcmcp nruns=1 nchains=3;" + OFF + "mcmcp nchains=1;", ""),
@@ -105,7 +108,12 @@ ERRORS = [
      CommandError, 26),
     ("propset NNI(Tau,V)$prob=1001;", "The value is out of range (min = 0.000000; max = 1000.000000)",
      CommandError, 25),
-    ("propset Multiplier(V)$prob=-1;", "Expecting '<number>', found '-1'", CommandError, 28),
+    # MrBayes reads no sign: '-' (or '+') is a token of its own, even where the range is negative (ParsSPR)
+    ("propset Multiplier(V)$prob=-1;", "Expecting '<number>', found '-'", CommandError, 28),
+    ("propset ParsSPR(Tau,V)$lambda=-1;", "Expecting '<number>', found '-'", CommandError, 31),
+    ("propset Multiplier(V)$lambda=+1;", "Expecting '<number>', found '+'", CommandError, 30),
+    ("propset Multiplier(V)$lambda=nan;", "Expecting '<number>', found 'nan'", CommandError, 30),
+    ("propset Multiplier(V)$lambda=1_0;", "Expecting '<number>', found '1_0'", CommandError, 30),
     ("propset Multiplier(V)$targetrate=0.3;", "propset $targetrate is not supported yet", NotImplementedYet, 22),
     ("propset Multiplier(V)$prob(1,1)=0;", "propset $prob for one run and chain is not supported yet",
      NotImplementedYet, 22),
@@ -123,7 +131,9 @@ def test_errors_are_mrbayes_messages_at_their_token(command, message, kind, colu
     assert err.value.one_line() == "%s:5:%d: error: %s" % (tmp_path / "cmd.nex", column, message)
     if kind is CommandError:
         done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-        assert message.partition(", found")[0] in done.stdout and "Error in command" in done.stdout
+        expecting, _, found = message.partition(", found ")
+        assert expecting in done.stdout and "Error in command" in done.stdout
+        assert not found or "Instead found %s in command" % found in done.stdout
 
 
 def test_prob_then_more_chains_is_refused(tmp_path, mb_double):

@@ -63,3 +63,17 @@ def test_invalid_arguments():
         discrete_gamma(1.0, 0)
     assert incomplete_gamma(-1.0, 1.0, 0.0) == -1.0
     assert point_chi2(0.0000001, 1.0) == -1.0
+
+
+# MrBayes 3.2.7a's LnGamma (utils.c) at x < 0.5, where its `z = x-1.0; while (++z < 7.0)` rounds (x-1)+1:
+# the values its C code gives (gcc, double), printed with 17 digits.
+MRBAYES_LN_GAMMA = ((1e-05, 11.512919692880423), (0.001, 6.907178885363927), (0.05, 2.968879201033006),
+                    (0.3, 1.0957979948043539), (3.3, 0.98709857788101296))
+
+
+def test_ln_gamma_is_mrbayes_to_the_bit():
+    """The +G kernels use MrBayes' LnGamma itself (mbgpu.clock.special's, compiled), not a near copy."""
+    from mbgpu.clock import special as clock_special
+    for x, want in MRBAYES_LN_GAMMA:
+        assert ln_gamma(x) == want and clock_special.ln_gamma(x) == want
+    assert ln_gamma.py_func is clock_special.ln_gamma

@@ -62,3 +62,63 @@ def test_header_and_gen0_like_mrbayes(mb_double, tmp_path, monkeypatch):
     want, got = run_both(tmp_path, mb_double, monkeypatch, data, commands)
     assert_same_gen0(want, got)
     assert "ti{1,2}" in got[0] and all(got[1][k] == want[1][k] for k in want[0][3:])
+
+
+_TWO = "charset a=1-400; partition p=2: a, 401-898; set partition=p;"
+_THREE = "charset a=1-300; charset b=301-600; partition p=3: a, b, 601-898; set partition=p;"
+_FOUR = "charset a=1-200; charset b=201-400; charset c=401-600; partition p=4: a, b, c, 601-898; set partition=p;"
+WARNING_CASES = {
+    "one-part-differs": _TWO + "prset ratepr=variable; report applyto=(2) ratemult=ratio; showmodel;",
+    "all-alike": _TWO + "report applyto=(1,2) ratemult=ratio; report ratemult=dirichlet;",
+    # MrBayes gives the others the first division's format, so a later report can differ again
+    "first-format-copied": _THREE + "report applyto=(3) ratemult=ratio; report applyto=(1,2) ratemult=ratio;"
+                                    "report applyto=(1) ratemult=ratio; report applyto=(2) ratemult=ratio;",
+    "at-link": _THREE + "unlink ratemultiplier=(all); report applyto=(2) ratemult=ratio; link ratemultiplier=(all);"
+                        "lset nst=2;",
+    "at-prset": _THREE + "prset applyto=(1) ratepr=variable; report applyto=(2) ratemult=ratio;"
+                         "prset applyto=(2,3) ratepr=variable;",
+    "per-group": _FOUR + "unlink ratemultiplier=(3,4); report applyto=(2,4) ratemult=dirichlet;",
+}
+
+
+def _warnings_by_command(screen_chunks) -> list[tuple[int, list[str]]]:
+    """(command number, its ratemult warning lines) for each command that printed one."""
+    out = []
+    for n, chunk in enumerate(screen_chunks):
+        lines = chunk.splitlines()
+        got = [ln for i, ln in enumerate(lines) if "Report format for ratemult" in ln
+               or (i and "Report format for ratemult" in lines[i - 1])]
+        if got:
+            out.append((n, got))
+    return out
+
+
+@pytest.mark.parametrize("case", list(WARNING_CASES))
+def test_ratemult_format_warning_like_mrbayes(case, mb_double, tmp_path, monkeypatch):
+    """MrBayes' warning that shared rate multipliers have different report formats: the same lines after
+    the same commands (MrBayes checks, and copies the first division's format, each time it sets up the model)."""
+    import io
+
+    from mbgpu.console import Console
+    from mbgpu.interpreter import Interpreter
+
+    commands = [c.strip() + ";" for c in WARNING_CASES[case].split(";") if c.strip()]
+    (tmp_path / "data.nex").write_text((TEST_DATA / "primates.nex").read_text())
+    marked = "".join("%s\nset seed=%d;\n" % (c, 100 + n) for n, c in enumerate(commands))
+    (tmp_path / "cmd.nex").write_text("#NEXUS\nbegin mrbayes;\nexecute data.nex;\n%s end;\n" % marked)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    theirs = done.stdout.split("Executing file \"data.nex\"")[-1]
+    theirs = [theirs.split("Setting seed to %d" % (100 + n - 1))[-1].split("Setting seed to %d" % (100 + n))[0]
+              for n in range(len(commands))]
+    monkeypatch.chdir(tmp_path)
+    stream = io.StringIO()
+    interp = Interpreter(Console(stream))
+    interp.run_text("execute data.nex;")
+    ours = []
+    for c in commands:
+        start = len(stream.getvalue())
+        interp.run_text(c)
+        ours.append(stream.getvalue()[start:])
+    assert _warnings_by_command(ours) == _warnings_by_command(theirs)
+    if case != "all-alike":
+        assert _warnings_by_command(theirs)

@@ -60,6 +60,44 @@ def tree_splits(tree, outgroup: int = 0) -> list[int]:
     return sorted(res)
 
 
+def nested_clades(node, n_taxa: int) -> list[int]:
+    """The clades of a rooted nested-tuple tree that MrBayes counts for a clock tree's split frequencies:
+    every interior node's taxa but the root's, not normalised (a clade and its complement differ)."""
+    out: list[int] = []
+
+    def walk(v) -> int:
+        if isinstance(v, int):
+            return 1 << v
+        b = 0
+        for c in v:
+            b |= walk(c)
+        out.append(b)
+        return b
+
+    walk(node)
+    return sorted(set(out[:-1]))
+
+
+def rooted_clades(parent, n_tips: int) -> list[int]:
+    """nested_clades of a rooted parent-array tree (a clock tree's: mbgpu.clock.chain_tree.ClockTree.state)."""
+    bits = [0] * len(parent)
+    for v in range(n_tips):
+        bits[v] = 1 << v
+    order = sorted(range(len(parent)), key=lambda v: _depth_in_edges(parent, v), reverse=True)
+    for v in order:
+        p = int(parent[v])
+        if p >= 0:
+            bits[p] |= bits[v]
+    return sorted({bits[v] for v in range(n_tips, len(parent)) if parent[v] >= 0})
+
+
+def _depth_in_edges(parent, v: int) -> int:
+    d = 0
+    while parent[v] >= 0:
+        v, d = int(parent[v]), d + 1
+    return d
+
+
 def split_string(bits: int, n_taxa: int) -> str:
     """MrBayes' '.**..' picture of a split."""
     return "".join("*" if bits >> i & 1 else "." for i in range(n_taxa))
@@ -86,7 +124,9 @@ class SplitCounter:
         self.samples[run].append(tuple(splits))
 
     def add_tree(self, run: int, tree) -> None:
-        self.add(run, tree_splits(tree, self.outgroup))
+        """A sampled tree's splits; a clock tree's (a ClockTree) are its rooted clades, as MrBayes counts them."""
+        state = getattr(tree, "state", None)
+        self.add(run, rooted_clades(state.parent, state.n_tips) if state is not None else tree_splits(tree, self.outgroup))
 
     def n_discarded(self) -> int:
         if self.first_kept is not None:

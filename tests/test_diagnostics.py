@@ -86,3 +86,37 @@ def test_split_stddev_convention():
     assert min_count(0.10, 30) == 3 and min_count(0.10, 31) == 4
     avg, mx = asdsf_msdsf([[10, 0], [5, 5], [0, 1]], 10)
     assert avg == pytest.approx((np.sqrt(0.5) + np.sqrt(0.005)) / 3) and mx == pytest.approx(np.sqrt(0.5))
+
+
+def test_clock_tree_split_frequencies_are_rooted_clades(mb_double, tmp_path):
+    """A clock run's ASDSF counts the rooted clades (a clade and its complement differ; the root's own is
+    not counted): computed from mb-double's own .t files, it equals its .mcmc column at every diagnfreq;
+    the unrooted splits would give another value."""
+    import shutil
+    import subprocess
+
+    from mbgpu.splits import nested_clades
+    from tests.conftest import TEST_DATA
+
+    shutil.copy(TEST_DATA / "primates.nex", tmp_path / "primates.nex")
+    (tmp_path / "cmd.nex").write_text(
+        "#NEXUS\nbegin mrbayes; set seed=3 swapseed=3; execute primates.nex; lset nst=1 rates=equal;\n"
+        "prset brlenspr=clock:uniform treeagepr=gamma(0.3,0.1);\n"
+        "mcmc ngen=20000 samplefreq=50 diagnfreq=2000 printfreq=20000 nchains=1 filename=x;\nend;\n")
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:]
+    ts = [read_tfile(str(tmp_path / ("x.run%d.t" % k))) for k in (1, 2)]
+    n = len(ts[0].taxa)
+    rooted, unrooted = (SplitCounter(2, n, minpartfreq=0.10, burninfrac=0.25) for _ in range(2))
+    got, other = {}, {}
+    for i in range(len(ts[0].trees)):
+        for r in range(2):
+            rooted.add(r, nested_clades(ts[r].trees[i].topology, n))
+            unrooted.add(r, nested_splits(ts[r].trees[i].topology, n))
+        gen = int(ts[0].trees[i].name.split(".")[1])
+        if gen and gen % 2000 == 0:
+            got[gen], other[gen] = "%f" % rooted.asdsf()[0], "%f" % unrooted.asdsf()[0]
+    with open(str(tmp_path / "x.mcmc")) as fh:
+        want = {int(r[0]): r[-1].strip() for r in (l.split("\t") for l in fh if l[:1].isdigit())}
+    assert got == want
+    assert other != want

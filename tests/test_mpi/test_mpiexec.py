@@ -152,3 +152,19 @@ def test_unlinked_topologies_byte_identical_to_serial(unlink, tmp_path):
     for name in names:
         assert (tmp_path / "mpi" / name).read_bytes() == (tmp_path / "serial" / name).read_bytes(), name
     assert screen(three.stdout) == screen(one.stdout)
+
+
+def test_clock_tree_byte_identical_to_serial(tmp_path):
+    """A clock analysis (birth-death, free clock rate, a calibrated clade) over 3 ranks: the cold chains'
+    clock trees reach rank 0 by message and every file is the serial run's."""
+    model = ("taxset apes = 3-7; constraint apes = apes; prset brlenspr=clock:birthdeath clockratepr=lognormal(-2,1) "
+             "topologypr=constraints(apes) nodeagepr=calibrated; calibrate apes=uniform(0.1,0.4);")
+    text = block(mcmc_extra="checkpoint=no").replace("lset nst=6 rates=gamma;", "lset nst=2; " + model)
+    (tmp_path / "serial").mkdir()
+    (tmp_path / "mpi").mkdir()
+    one, three = run(tmp_path / "serial", text, None), run(tmp_path / "mpi", text, 3)
+    assert one.returncode == 0 and three.returncode == 0, (one.stdout[-2000:], three.stderr[-2000:])
+    for name in OUTPUTS:
+        assert (tmp_path / "mpi" / name).read_bytes() == (tmp_path / "serial" / name).read_bytes(), name
+    assert "[&R] [&clockrate=" in (tmp_path / "serial" / "r.run1.t").read_text()
+    assert screen(three.stdout) == screen(one.stdout)

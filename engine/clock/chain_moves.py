@@ -34,6 +34,7 @@ class ClockMove(Move):
 
     tuned: str | None = None
     ranges: dict = {}
+    keeps_constraints = True      # the kernels never break a locked (constrained) node's clade
 
     def tune(self, acceptance_rate: float) -> None:
         if self.target is None or self.tuned is None:

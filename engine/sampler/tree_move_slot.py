@@ -22,7 +22,7 @@ class TreeMoveSlot:
     def propose(self, tree, rng, ctx):
         """The move's proposal, or None (a rejection) when it aborted or breaks a topology constraint."""
         prop = self.move.propose(tree, rng, ctx)
-        cons = getattr(ctx, "constraints", None)
+        cons = None if getattr(self.move, "keeps_constraints", False) else getattr(ctx, "constraints", None)
         if prop.aborted or (cons is not None and cons.violated(prop.tree) is not None):
             return None
         return prop

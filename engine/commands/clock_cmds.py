@@ -211,8 +211,8 @@ SAMPLED_CLOCKS = ("strict",)
 
 
 def refuse_clock(settings, command: str) -> None:
-    """The refusal of what the clock sampler does not run yet: `ss` on a clock tree; `mcmc` on a clock tree
-    other than one strict clock under the uniform, birth-death or coalescent prior.
+    """The refusal of what the clock sampler does not run yet: `mcmc` or `ss` on a clock tree other than one
+    strict clock under the uniform, birth-death or coalescent prior.
 
     Raises:
         NotImplementedYet: such a clock setting.
@@ -221,7 +221,7 @@ def refuse_clock(settings, command: str) -> None:
     if brlens is None:
         return
     models = clock_models(settings)
-    if command != "mcmc" or len(models) != 1:
+    if len(models) != 1:
         raise NotImplementedYet("%s with prset brlenspr=%s is not supported yet" % (command, brlens))
     model = models[0]
     if model.tree_prior not in SAMPLED_TREE_PRIORS:

@@ -58,11 +58,28 @@ class Interpreter:
         self._depth += 1
         self.console.print("   Executing file \"%s\"" % p.name)
         try:
+            after_execute = None          # the line of the last `execute` of this file
             for cmd in iter_commands(src, start, outside="mrbayes"):
+                if isinstance(cmd, Command) and cmd.tokens and after_execute is not None and \
+                        src.where(cmd.tokens[0].pos).line == after_execute:
+                    raise cmd.error("a command after 'execute' on the same line (MrBayes 3.2.7a skips the rest of "
+                                    "that line: put it on the next line) is not supported yet", cmd.tokens[0],
+                                    NotImplementedYet)
                 self.execute(cmd)
+                if isinstance(cmd, Command) and self._is_execute(cmd):
+                    after_execute = src.where(cmd.tokens[-1].pos).line
         finally:
             self._depth -= 1
             self.current_file = saved
+
+    def _is_execute(self, cmd: Command) -> bool:
+        """`cmd` is an `execute` (or its abbreviation) of a mrbayes block or outside any block."""
+        if cmd.block not in ("mrbayes", "") or not cmd.tokens or cmd.tokens[0].kind == "punct":
+            return False
+        try:
+            return resolve(cmd.tokens[0].text, [s.name for s in self.table.values()], "command") == "Execute"
+        except CommandError:
+            return False
 
     def run_text(self, text: str, name: str = "<stdin>") -> None:
         """Execute commands typed at the prompt (mrbayes commands; `begin ... end;` also works)."""

@@ -100,7 +100,7 @@ def test_clock_tree_split_frequencies_are_rooted_clades(mb_double, tmp_path):
 
     shutil.copy(TEST_DATA / "primates.nex", tmp_path / "primates.nex")
     (tmp_path / "cmd.nex").write_text(
-        "#NEXUS\nbegin mrbayes; set seed=3 swapseed=3; execute primates.nex; lset nst=1 rates=equal;\n"
+        "#NEXUS\nbegin mrbayes; set seed=3 swapseed=3; execute primates.nex;\n lset nst=1 rates=equal;\n"
         "prset brlenspr=clock:uniform treeagepr=gamma(0.3,0.1);\n"
         "mcmc ngen=20000 samplefreq=50 diagnfreq=2000 printfreq=20000 nchains=1 filename=x;\nend;\n")
     done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=300)

@@ -56,7 +56,7 @@ def test_the_machine_reports_its_memory():
 
 def _primates(tmp_path, nruns: int, nchains: int):
     path = tmp_path / "build.nex"
-    path.write_text("#NEXUS\nbegin mrbayes; execute %s; lset rates=gamma; mcmcp nruns=%d nchains=%d; end;\n"
+    path.write_text("#NEXUS\nbegin mrbayes; execute %s;\n lset rates=gamma; mcmcp nruns=%d nchains=%d; end;\n"
                     % (TEST_DATA / "primates.nex", nruns, nchains))
     interp = Interpreter(Console(io.StringIO()))
     interp.run_file(str(path))

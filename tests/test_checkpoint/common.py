@@ -13,7 +13,7 @@ MCMC = "nruns=2 nchains=3 samplefreq=20 printfreq=100 diagnfreq=60 tunefreq=25 f
 
 
 def block(ngen: int, extra: str = "", model: str = MODEL, data=PRIMATES, mcmc: str = MCMC) -> str:
-    return ("#NEXUS\nbegin mrbayes; set seed=3 swapseed=4; execute %s; %s\n mcmc ngen=%d %s %s; end;\n"
+    return ("#NEXUS\nbegin mrbayes; set seed=3 swapseed=4; execute %s;\n %s\n mcmc ngen=%d %s %s; end;\n"
             % (data, model, ngen, mcmc, extra))
 
 

@@ -31,7 +31,7 @@ OUTPUTS = ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc")
 
 
 def command_file(ngen: int, extra: str = "") -> str:
-    return ("#NEXUS\nbegin mrbayes; set seed=11 swapseed=12; execute %s; lset nst=2 rates=gamma;\n"
+    return ("#NEXUS\nbegin mrbayes; set seed=11 swapseed=12; execute %s;\n lset nst=2 rates=gamma;\n"
             " mcmc ngen=%d nruns=2 nchains=2 samplefreq=10 printfreq=100 diagnfreq=50 tunefreq=20 checkfreq=10 "
             "filename=r %s; end;\n" % (DATA, ngen, extra))
 

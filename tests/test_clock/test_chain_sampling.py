@@ -38,13 +38,19 @@ PRIOR = {
 POSTERIOR = {
     "hky_uniform": ("lset nst=2 rates=gamma; " + UNIFORM + " clockratepr=lognormal(-2,1);", T1, 100000,
                     ("LnL", "TH", "TL", "kappa", "alpha", "clockrate")),
+    # two heated chains: the prior is heated too (MrBayes); a calibrated clade under birth-death
+    "birthdeath_calibrated_heated": ("mcmcp nchains=2; lset nst=2; " + APES + " prset brlenspr=clock:birthdeath "
+                                     "topologypr=constraints(apes) nodeagepr=calibrated clockratepr=lognormal(-2,1); "
+                                     "calibrate apes=offsetexponential(0.5,1);", T1, 60000,
+                                     ("LnL", "TH", "TL", "kappa", "clockrate", "net_speciation",
+                                      "relative_extinction")),
 }
 
 
 def _file(commands: str, newick: str, ngen: int, data: bool) -> str:
     return ("#NEXUS\nbegin mrbayes; set seed=7 swapseed=7; execute primates.nex; end;\n"
-            "begin trees; tree t1 = [&R] %s\nend;\nbegin mrbayes; %s startvals tau=t1 v=t1;\n"
-            "mcmc ngen=%d samplefreq=20 printfreq=%d nchains=1 nruns=1 mcmcdiagn=no checkpoint=no %sfilename=x;\n"
+            "begin trees; tree t1 = [&R] %s\nend;\nbegin mrbayes; mcmcp nchains=1; %s startvals tau=t1 v=t1;\n"
+            "mcmc ngen=%d samplefreq=20 printfreq=%d nruns=1 mcmcdiagn=no checkpoint=no %sfilename=x;\n"
             "end;\n" % (newick, commands, ngen, ngen, "" if data else "data=no "))
 
 

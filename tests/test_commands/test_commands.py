@@ -88,7 +88,7 @@ def test_execute_is_relative_to_the_executing_file(tmp_path):
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "data.nex").write_text(DNA4)
-    (sub / "run.nex").write_text("#NEXUS\nbegin mrbayes; execute data.nex; lset nst=2; end;\n")
+    (sub / "run.nex").write_text("#NEXUS\nbegin mrbayes; execute data.nex;\n lset nst=2; end;\n")
     it = interp_for("#NEXUS\nbegin mrbayes; execute sub/run.nex; end;\n", tmp_path, "top.nex")
     assert it.settings.matrix.ntax == 4 and it.settings.divisions[0].lset["Nst"] == "2"
 

@@ -11,8 +11,8 @@ from mbgpu.sampler.mc3 import RunOptions
 from mbgpu.sampler.setup import build_runs
 from tests.conftest import TEST_DATA
 
-PRIMATES_GTR = "execute %s; lset nst=6 rates=invgamma;" % (TEST_DATA / "primates.nex")
-CYNMIX_PARTS = ("execute %s; set partition=favored; lset applyto=(2,3,4,5) nst=6 rates=gamma;"
+PRIMATES_GTR = "execute %s;\n lset nst=6 rates=invgamma;" % (TEST_DATA / "primates.nex")
+CYNMIX_PARTS = ("execute %s;\n set partition=favored; lset applyto=(2,3,4,5) nst=6 rates=gamma;"
                 " unlink shape=(all) revmat=(all) statefreq=(all); prset ratepr=variable;"
                 % (TEST_DATA / "cynmix.nex"))
 

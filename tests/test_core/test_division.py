@@ -103,7 +103,7 @@ def _propose_trees(chains, trees, div, rng, ctx):
 def test_other_state_counts_equal_the_reference(tmp_path, datatype, alphabet, model):
     """The kernels' general state-count path (20 and 4 states of standard data) against the reference."""
     path = _random_matrix(tmp_path, datatype, alphabet)
-    chains, params, _s = build_chains(tmp_path, "execute %s; %s" % (path, model), nchains=2)
+    chains, params, _s = build_chains(tmp_path, "execute %s;\n %s" % (path, model), nchains=2)
     specs = [p.inc.model.spec for p in chains[0].parts]
     part = max(range(len(specs)), key=lambda i: (specs[i].ordered, specs[i].n_states))   # the widest (ordered)
     assert specs[part].ordered == ("ordered" in model)
@@ -132,7 +132,7 @@ def test_single_precision_equals_the_reference_to_float32_accuracy(tmp_path, dat
         dna = data == "dna60"
         path = _random_matrix(tmp_path, "dna" if dna else "protein", "ACGT?" if dna else "ACDEFGHIKLMNPQRSTVWY?",
                               n_taxa=60 if dna else 9, n_chars=150)
-        commands = "execute %s; %s" % (path, "lset nst=6 rates=invgamma;" if dna else
+        commands = "execute %s;\n %s" % (path, "lset nst=6 rates=invgamma;" if dna else
                                        "prset aamodelpr=fixed(wag); lset rates=gamma;")
     chains, params, _s = build_chains(tmp_path, commands, nchains=2)
     trees = T.ChainTrees([ch.tree for ch in chains])

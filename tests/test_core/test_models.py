@@ -82,4 +82,4 @@ def test_compiled_models_and_priors_equal_the_host(tmp_path, commands):
 
 def test_protein_fixed_matrix(tmp_path):
     path = _random_matrix(tmp_path, "protein", "ACDEFGHIKLMNPQRSTVWY?")
-    _check(tmp_path, "execute %s; prset aamodelpr=fixed(wag); lset rates=invgamma;" % path)
+    _check(tmp_path, "execute %s;\n prset aamodelpr=fixed(wag); lset rates=invgamma;" % path)

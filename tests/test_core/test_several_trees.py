@@ -14,7 +14,7 @@ from mbgpu.tree import Tree, random_tree
 from tests.conftest import TEST_DATA
 from tests.test_core.build import build_chains
 
-CODON = ("execute %s; charset p1 = 1-898\\3; charset p2 = 2-898\\3; charset p3 = 3-898\\3; "
+CODON = ("execute %s;\n charset p1 = 1-898\\3; charset p2 = 2-898\\3; charset p3 = 3-898\\3; "
          "partition by_codon = 3: p1, p2, p3; set partition=by_codon;" % (TEST_DATA / "primates.nex"))
 
 

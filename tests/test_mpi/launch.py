@@ -25,7 +25,7 @@ MCMC = ("mcmc ngen={ngen} nruns=2 nchains=2 samplefreq=10 printfreq=20 diagnfreq
 
 def block(ngen: int = 60, mcmc_extra: str = "", set_extra: str = "") -> str:
     """A small GTR+G analysis of the primates data: 2 runs x 2 chains (so N = 1..4 ranks)."""
-    return ("#NEXUS\nbegin mrbayes; set seed=5 swapseed=7 %s; execute %s; lset nst=6 rates=gamma;\n %s\nend;\n"
+    return ("#NEXUS\nbegin mrbayes; set seed=5 swapseed=7 %s; execute %s;\n lset nst=6 rates=gamma;\n %s\nend;\n"
             % (set_extra, DATA, MCMC.format(ngen=ngen, extra=(" " + mcmc_extra) if mcmc_extra else "")))
 
 

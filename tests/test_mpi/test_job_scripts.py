@@ -365,7 +365,7 @@ def test_slurm_script_for_real_checkpoints_on_usr1_and_appends_after_the_requeue
     exe = mpiexec()
     (site.bin / "srun").write_text(_SRUN % (exe, " ".join(_flags(exe))))
     (site.submit / "data" / "setup.nex").write_text(
-        "#NEXUS\nbegin mrbayes; set seed=5 swapseed=7 backend=cpu; execute %s; lset nst=6 rates=gamma;\n"
+        "#NEXUS\nbegin mrbayes; set seed=5 swapseed=7 backend=cpu; execute %s;\n lset nst=6 rates=gamma;\n"
         " mcmcp ngen=200000 nruns=2 nchains=2 samplefreq=10 printfreq=1000 diagnfreq=1000 checkfreq=100000 "
         "filename=job;\nend;\n" % DATA)
     env = clean_env(**{k: v for k, v in site.env.items() if k in ("PATH", "STUB_LOG", "HOME")})

@@ -106,3 +106,24 @@ def test_commands_outside_any_block_in_mrbayes(mb, tmp_path):
     r = run_mb(mb, tmp_path, "o.nex", OUTSIDE)
     assert r.returncode == 0, r.stdout[-2000:]
     assert all("Defining charset called '%s'" % n in r.stdout for n in ("first", "second", "third"))
+
+
+def test_a_command_after_execute_on_its_line_is_refused(tmp_path, mb_double):
+    """MrBayes 3.2.7a skips the rest of the line after `execute` (its lset below is never run: Nst stays
+    1); mbgpu refuses such a command at its place instead of running it."""
+    import shutil
+    import subprocess
+
+    from mbgpu.errors import NotImplementedYet
+    from tests.conftest import TEST_DATA
+    from tests.helpers import interp_for
+
+    shutil.copy(TEST_DATA / "primates.nex", tmp_path / "primates.nex")
+    text = "#NEXUS\nbegin mrbayes; execute primates.nex; lset nst=2;\nshowmodel;\nend;\n"
+    (tmp_path / "mb.nex").write_text(text)
+    done = subprocess.run([str(mb_double), "mb.nex"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "Setting Nst to 2" not in done.stdout and "Nst       = 1" in done.stdout
+    with pytest.raises(NotImplementedYet) as e:
+        interp_for(text, tmp_path, "ours.nex")
+    assert ":2:38: error: a command after 'execute' on the same line" in e.value.one_line()
+    interp_for(text.replace("primates.nex; lset", "primates.nex;\nlset"), tmp_path, "next_line.nex")

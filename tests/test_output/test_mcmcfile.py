@@ -37,7 +37,7 @@ def test_one_run_has_no_run_suffix_and_no_statistic():
 def test_header_equals_the_reference_file(shared_data, tmp_path, monkeypatch):
     """batch.nex's settings (GTR+I+G, 2 runs x 4 chains): preamble and header equal MrBayes' file."""
     folder = stage(tmp_path, TEST_DATA / "primates.nex")
-    run_ours(folder, " set seed=12345 swapseed=12345; execute primates.nex; lset nst=6 rates=invgamma;\n"
+    run_ours(folder, " set seed=12345 swapseed=12345; execute primates.nex;\n lset nst=6 rates=invgamma;\n"
              " mcmc ngen=100 nchains=4 nruns=2 samplefreq=100 printfreq=100 diagnfreq=100 filename=r;", monkeypatch)
     ours = _head(folder / "r.mcmc")
     assert ours[-1].split("\t")[-1] == "AvgStdDev(s)"

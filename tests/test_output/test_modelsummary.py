@@ -12,7 +12,7 @@ def test_primates_gtrig_equals_reference_screen_log(shared_data, tmp_path, monke
     """batch.nex's model (GTR+I+G): the block from 'Model settings:' to the parameter list, line by line."""
     log = (shared_data / "mrbayes" / "reference_runs" / "primates_gtrig_20k" / "screen.log").read_text()
     folder = stage(tmp_path, TEST_DATA / "primates.nex")
-    ours = run_ours(folder, " set seed=12345 swapseed=12345; execute primates.nex; lset nst=6 rates=invgamma;"
+    ours = run_ours(folder, " set seed=12345 swapseed=12345; execute primates.nex;\n lset nst=6 rates=invgamma;"
                     + RUN % "r", monkeypatch)
     assert model_block(ours) == model_block(log, spacer=3)
     assert move_block(ours) == move_block(log, spacer=3)
@@ -58,7 +58,7 @@ def test_block_like_mrbayes(mb, shared_data, tmp_path, monkeypatch, case):
 
 def test_showmodel_prints_the_mcmc_block(tmp_path, monkeypatch):
     folder = stage(tmp_path, TEST_DATA / "primates.nex")
-    block = " execute primates.nex; lset nst=2 rates=propinv;"
+    block = " execute primates.nex;\n lset nst=2 rates=propinv;"
     shown = run_ours(folder, block + " showmodel;", monkeypatch)
     started = run_ours(folder, block + RUN % "r", monkeypatch)
     assert model_block(shown + "   Compressing data matrix\n") == model_block(started)

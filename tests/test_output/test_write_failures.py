@@ -19,7 +19,7 @@ SAMPLES = ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t")
 
 
 def nexus(ngen: int, extra: str = "") -> str:
-    return ("#NEXUS\nbegin mrbayes; execute %s; set seed=1;\n mcmc ngen=%d samplefreq=10 printfreq=1000 "
+    return ("#NEXUS\nbegin mrbayes; execute %s;\n set seed=1;\n mcmc ngen=%d samplefreq=10 printfreq=1000 "
             "diagnfreq=1000 filename=r %s; end;\n" % (PRIMATES, ngen, extra))
 
 

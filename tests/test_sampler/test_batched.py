@@ -14,10 +14,10 @@ from mbgpu.likelihood.numpy_backend import NumpyBackend
 from mbgpu.sampler.batch_step import PIPELINE_GROUPS, kids_table, pipeline_groups
 from mbgpu.tree import random_tree
 from tests.conftest import TEST_DATA as DATA
-PRIMATES = ("begin mrbayes; set seed=3 swapseed=4; execute %s; lset nst=6 rates=invgamma;\n"
+PRIMATES = ("begin mrbayes; set seed=3 swapseed=4; execute %s;\n lset nst=6 rates=invgamma;\n"
             " mcmc ngen=150 nruns=2 nchains=3 samplefreq=10 printfreq=50 diagnfreq=50 tunefreq=50 filename=r; end;\n"
             % (DATA / "primates.nex"))
-CYNMIX = ("begin mrbayes; set seed=5 swapseed=6; execute %s; set partition=favored;\n"
+CYNMIX = ("begin mrbayes; set seed=5 swapseed=6; execute %s;\n set partition=favored;\n"
           " lset applyto=(2,3,4,5) nst=6 rates=gamma; lset applyto=(1) coding=variable rates=gamma;\n"
           " unlink shape=(all) revmat=(all) statefreq=(all); prset ratepr=variable;\n"
           " mcmc ngen=40 nruns=2 nchains=2 samplefreq=5 printfreq=20 diagnfreq=20 filename=r; end;\n"

@@ -138,7 +138,7 @@ def test_state_after_moves_scores_as_mrbayes(model, path, mb_double, tmp_path, m
     as its start state (`startvals tau= V{k}= ratemultiplier{k}=`), give mbgpu's LnL and LnPr (1e-6)."""
     if path == "interpreted":
         monkeypatch.setattr(batch_step, "core_for", lambda chains: None)
-    setting = ("set seed=11 swapseed=3 precision=15 scientific=no; execute primates.nex; %s "
+    setting = ("set seed=11 swapseed=3 precision=15 scientific=no; execute primates.nex;\n %s "
                "prset statefreqpr=fixed(equal);" % model)
     _mbgpu(tmp_path / "g", "#NEXUS\nbegin mrbayes; %s mcmc ngen=1500 samplefreq=100 printfreq=100 nruns=1 nchains=1 "
            "filename=u; end;\n" % setting, monkeypatch)
@@ -168,7 +168,7 @@ def test_a_dirichlet_value_other_than_one_is_refused(commands, division, tmp_pat
     from the prior): not reproduced, refused (for the division whose own value is not 1)."""
     with pytest.raises(MbgpuError, match="leaving division %d with a rate multiplier of its own .* is not supported "
                        "yet" % division) as err:
-        _mbgpu(tmp_path / "x", "#NEXUS\nbegin mrbayes; execute primates.nex; %s mcmc ngen=10; end;\n" % commands,
+        _mbgpu(tmp_path / "x", "#NEXUS\nbegin mrbayes; execute primates.nex;\n %s mcmc ngen=10; end;\n" % commands,
                monkeypatch)
     assert err.value.where is not None
 

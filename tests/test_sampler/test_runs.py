@@ -9,7 +9,7 @@ from mbgpu.errors import MbgpuError
 from mbgpu.interpreter import Interpreter
 from tests.conftest import TEST_DATA
 
-BLOCK = ("begin mrbayes; set seed=3 swapseed=4; execute {data}; lset nst=6 rates=invgamma;\n"
+BLOCK = ("begin mrbayes; set seed=3 swapseed=4; execute {data};\n lset nst=6 rates=invgamma;\n"
          " mcmc ngen=300 nruns=2 nchains=3 samplefreq=20 printfreq=100 diagnfreq=100 tunefreq=50 filename=r; end;\n")
 
 
@@ -57,7 +57,7 @@ def test_screen_output_like_mrbayes(tmp_path, monkeypatch):
 
 def test_unsupported_model_stops_before_writing(tmp_path, monkeypatch):
     with pytest.raises(MbgpuError, match="lset rates=Adgamma is not supported yet"):
-        run_block(tmp_path / "u", "begin mrbayes; execute %s; lset rates=adgamma; mcmc ngen=10; end;\n"
+        run_block(tmp_path / "u", "begin mrbayes; execute %s;\n lset rates=adgamma; mcmc ngen=10; end;\n"
                   % (TEST_DATA / "primates.nex"), monkeypatch)
     assert not list((tmp_path / "u").glob("*.p"))
 

@@ -91,7 +91,7 @@ def test_three_trees_score_as_mrbayes_scores_them(backend, extra, mb_double, tmp
     if interpreted:
         monkeypatch.setattr(batch_step, "core_for", lambda chains: None)
     backend = backend.split("-")[0]
-    setting = "set seed=11 swapseed=3 precision=15 scientific=no; execute %s; %s prset statefreqpr=fixed(equal);%s" % (
+    setting = "set seed=11 swapseed=3 precision=15 scientific=no; execute %s;\n %s prset statefreqpr=fixed(equal);%s" % (
         TEST_DATA / "primates.nex", UNLINKED, extra)
     _mbgpu(tmp_path / "g", "#NEXUS\nbegin mrbayes; set backend=%s; %s mcmc ngen=300 samplefreq=100 "
            "printfreq=100 nruns=1 "
@@ -127,7 +127,7 @@ def test_trees_sharing_a_topology_score_as_mrbayes_scores_them(model, names, pat
     refuses for differing topologies) computes the same LnL and LnPr (1e-6) and TL of each tree."""
     if path == "interpreted":
         monkeypatch.setattr(batch_step, "core_for", lambda chains: None)
-    setting = "set seed=11 swapseed=3 precision=15 scientific=no; execute %s; %s prset statefreqpr=fixed(equal);" % (
+    setting = "set seed=11 swapseed=3 precision=15 scientific=no; execute %s;\n %s prset statefreqpr=fixed(equal);" % (
         TEST_DATA / "primates.nex", model)
     _mbgpu(tmp_path / "g", "#NEXUS\nbegin mrbayes; set backend=%s; %s mcmc ngen=300 samplefreq=100 printfreq=100 "
            "nruns=1 nchains=1 filename=u; end;\n" % ("gpu" if path == "gpu" else "cpu", setting), monkeypatch)
@@ -217,7 +217,7 @@ def test_prior_of_each_tree_is_recovered(tmp_path, monkeypatch, core_use):
             "A ACGTACGT\nB ACGTACGA\nC ACGAACGT\nD TCGTACGT\n;\nend;\n")
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "four.nex").write_text(data)
-    _mbgpu(tmp_path / "d", "#NEXUS\nbegin mrbayes; set seed=2 swapseed=2; execute four.nex; charset a=1-4; "
+    _mbgpu(tmp_path / "d", "#NEXUS\nbegin mrbayes; set seed=2 swapseed=2; execute four.nex;\n charset a=1-4; "
            "charset b=5-8; partition p=2:a,b; set partition=p; unlink topology=(all); "
            "prset brlenspr=unconstrained:exp(10); mcmc data=no ngen=40000 "
            "samplefreq=10 printfreq=40000 nruns=1 nchains=1 filename=pr; end;\n", monkeypatch)

@@ -61,18 +61,21 @@ def test_clock_append_is_byte_identical(reference, tmp_path, monkeypatch, n):
     assert float(swaps[-1]) > 0, "the chains swapped heats"
 
 
-@pytest.mark.parametrize("model,start,cont", [
-    ("lset nst=2 rates=gamma; " + APES % "uniform(0.15,0.3)" + " prset brlenspr=clock:uniform "
-     "topologypr=constraints(apes) nodeagepr=calibrated clockratepr=lognormal(0,0.5) treeagepr=uniform(0.5,1);",
-     T1, None),                    # continued without startvals: another start tree is built first
-    ("lset nst=1; prset brlenspr=clock:coalescence popsizepr=gamma(2,20) clockratepr=exponential(2);",
-     T2, T2),
-])
-def test_other_clock_models_resume_exactly(tmp_path, monkeypatch, model, start, cont):
+UNIFORM = ("lset nst=2 rates=gamma; " + APES % "uniform(0.15,0.3)" + " prset brlenspr=clock:uniform "
+           "topologypr=constraints(apes) nodeagepr=calibrated clockratepr=lognormal(0,0.5) treeagepr=uniform(0.5,1);")
+COALESCENCE = "lset nst=1; prset brlenspr=clock:coalescence popsizepr=gamma(2,20) clockratepr=exponential(2);"
+
+
+@pytest.mark.parametrize("model,start,cont,n", [
+    (UNIFORM, T1, None, 111),       # continued without startvals: another start tree is built first
+    (UNIFORM, T1, T1, 3),           # most branches still have the start tree's written lengths
+    (COALESCENCE, T2, T2, 111),
+], ids=["uniform-calibrated", "uniform-early", "coalescence"])
+def test_other_clock_models_resume_exactly(tmp_path, monkeypatch, model, start, cont, n):
     """A start tree as written (its branch lengths and child order stay on untouched branches), the uniform
     and coalescent priors; the calibrated node found by its clade when the rebuilt chain starts elsewhere."""
     run_text(tmp_path / "ref", clock_block(300, "checkfreq=40", model, start), monkeypatch)
-    run_text(tmp_path / "cont", clock_block(111, "checkfreq=40", model, start), monkeypatch, "a.nex")
+    run_text(tmp_path / "cont", clock_block(n, "checkfreq=40", model, start), monkeypatch, "a.nex")
     run_text(tmp_path / "cont", clock_block(300, "checkfreq=40 append=yes", model, cont), monkeypatch, "b.nex")
     assert same_outputs(tmp_path / "ref", tmp_path / "cont") == []
 

@@ -1,6 +1,7 @@
 """One chain's state as a flat dict of arrays and strings, and its exact restoration.
 
-Stored: the tree (parent array, branch lengths), parameter values, lnL/lnPr/best lnL, each partition's
+Stored: the tree (parent array, branch lengths; a clock tree's rooted state too:
+mbgpu.checkpoint.clock_state), parameter values, lnL/lnPr/best lnL, each partition's
 lnL, the random stream's full bit-generator state (and the compiled core's xoshiro state once the core
 has stepped the chain), and every move's tuning and counters. Likelihood
 caches are not stored: `restore_chain` rebuilds them from the tree and values and checks that the
@@ -14,6 +15,7 @@ import math
 
 import numpy as np
 
+from mbgpu.checkpoint.clock_state import capture_clock, has_clock, is_clock, restore_clock
 from mbgpu.checkpoint.errors import CheckpointMismatch
 from mbgpu.sampler.model_state import rate_multiplier
 from mbgpu.tree import Tree
@@ -62,7 +64,8 @@ def capture_chain(chain) -> dict:
     """The chain's state: keys relative to its group (see chain_key)."""
     moves = chain.moves
     last = [m.counts.get("last_rate") for m in moves]
-    return {
+    clock = capture_clock(chain.trees[0]) if is_clock(chain.trees) else {}
+    return {**clock,
         "parent": _stacked([t.parent for t in chain.trees]), "brlen": _stacked([t.brlen for t in chain.trees]),
         "values": np.concatenate([np.ravel(v) for v in chain.values]) if chain.values else np.zeros(0),
         "value_sizes": np.array([np.size(v) for v in chain.values], dtype=np.int64),
@@ -92,8 +95,10 @@ def restore_chain(chain, st: dict, where: str) -> None:
     offsets = np.cumsum([0] + sizes)
     chain.values = [np.array(st["values"][a:b], dtype=np.float64).reshape(np.shape(v))
                     for a, b, v in zip(offsets[:-1], offsets[1:], chain.values)]
-    chain.trees = [Tree(trees[0].n_tips, p.astype(np.int64), b.astype(np.float64)) for p, b in zip(parents, brlens)]
+    chain.trees = restored_trees(trees, parents, brlens, st, where)
     chain.lnl, chain.lnpr, chain.best_lnl = (float(x) for x in st["scores"])
+    if has_clock(st):
+        check_prior(chain, where)
     set_rng(chain.rng, st["rng"])
     core = st.get("core_rng")                 # the compiled core's stream (mbgpu.core.rng), when it ran
     chain.core_rng = None if core is None or np.size(core) == 0 else np.array(core, dtype=np.uint64)
@@ -105,6 +110,33 @@ def restore_chain(chain, st: dict, where: str) -> None:
             m.counts["last_rate"] = float(last)
         set_move_tuning(m, tun)
     rebuild_caches(chain, st["part_lnl"], where)
+
+
+def restored_trees(fresh: list, parents: np.ndarray, brlens: np.ndarray, st: dict, where: str) -> list:
+    """The chain's trees from the stored arrays; a clock chain's from its clock state, whose unrooted view
+    must be the stored (parent, brlen) exactly."""
+    if has_clock(st) != is_clock(fresh):
+        raise CheckpointMismatch("%s was written for another model: its tree is %s, this model's is %s"
+                                 % (where, *(("a clock tree", "unconstrained") if has_clock(st)
+                                             else ("unconstrained", "a clock tree"))))
+    if not has_clock(st):
+        return [Tree(fresh[0].n_tips, p.astype(np.int64), b.astype(np.float64)) for p, b in zip(parents, brlens)]
+    tree = restore_clock(fresh[0], st, where)
+    if not (np.array_equal(tree.parent, parents[0]) and np.array_equal(tree.brlen, brlens[0])):
+        raise CheckpointMismatch("%s: its clock tree does not match its stored unrooted tree" % where)
+    return [tree]
+
+
+def check_prior(chain, where: str) -> None:
+    """A clock chain's log prior recomputed from the restored trees and values must be the stored one (the
+    clock state is more than the unrooted tree that the likelihood check covers: rate, depths, parameters)."""
+    try:
+        got = chain.prior_fn.of_trees(chain.trees, chain.values)
+    except (ValueError, ArithmeticError):      # math domain errors: parameters no move would propose
+        got = math.nan
+    if not math.isclose(got, chain.lnpr, rel_tol=LNL_RTOL, abs_tol=LNL_RTOL):
+        raise CheckpointMismatch("%s: the log prior recomputed from the stored clock tree (%.10g) differs from the "
+                                 "stored one (%.10g)" % (where, got, chain.lnpr))
 
 
 def rebuild_caches(chain, stored_part_lnl: np.ndarray, where: str) -> None:

@@ -52,11 +52,41 @@ def canonical(value):
 
 
 def model_settings(settings) -> dict:
-    """Everything that defines the model and priors of every division (lset, prset, unlink, outgroup)."""
-    return {"division": [{"datatype": d.datatype, "lset": canonical(d.lset), "prset": canonical(d.prset)}
-                          for d in settings.divisions],
-            "unlinked": canonical(settings.unlinked), "outgroup": int(settings.outgroup),
-            "partition": settings.partition}
+    """Everything that defines the model and priors of every division (lset, prset, unlink, outgroup; a
+    clock analysis' clock models and constraints too: `clock_settings`)."""
+    out = {"division": [{"datatype": d.datatype, "lset": canonical(d.lset), "prset": canonical(d.prset)}
+                         for d in settings.divisions],
+           "unlinked": canonical(settings.unlinked), "outgroup": int(settings.outgroup),
+           "partition": settings.partition}
+    clock = clock_settings(settings)
+    if clock is not None:       # absent otherwise, so other analyses keep their fingerprints
+        out["clock"] = clock
+    return out
+
+
+def clock_settings(settings) -> dict | None:
+    """A clock analysis' ClockModels (with the `calibrate` ages, which no prset holds) and the taxa of the
+    constraints its topology prior names (they fix the clock tree's calibrated and locked nodes); None
+    without a clock tree."""
+    from mbgpu import constraints
+    from mbgpu.clock.model import clock_models
+
+    models = clock_models(settings)
+    if all(m is None for m in models):
+        return None
+    names = {str(a) for d in settings.divisions for pr in [d.prset.get("Topologypr")]
+             if pr is not None and pr.kind == "Constraints" for a in pr.args}
+    return {"models": [_plain(canonical(m)) for m in models],
+            "constraints": {c.name: _plain(canonical(c)) for c in constraints.named(settings, sorted(names))}}
+
+
+def _plain(value):
+    """A canonical tree without its type tags ('@'), so `first_difference` names the field that differs."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k != "@"}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def run_settings(settings, ss=None) -> dict:
@@ -92,14 +122,12 @@ def data_digest(settings, sets) -> str:
 def first_difference(old, new, path: str = "") -> str | None:
     """A readable path to the first place two canonical settings trees differ, with both values."""
     if isinstance(old, dict) and isinstance(new, dict) and "@" not in old and "@" not in new:
-        for k in sorted(set(old) | set(new)):
-            if k == "@":
-                continue
-            if k not in old or k not in new:
-                return "%s%s: %s in the checkpoint, %s now" % (path, k, _show(old.get(k)), _show(new.get(k)))
-            got = first_difference(old[k], new[k], "%s%s " % (path, k))
+        for k in sorted(set(old) & set(new)):     # shared keys first: a changed prset says more than a
+            got = first_difference(old[k], new[k], "%s%s " % (path, k))   # section that came or went
             if got:
                 return got
+        for k in sorted(set(old) ^ set(new)):
+            return "%s%s: %s in the checkpoint, %s now" % (path, k, _show(old.get(k)), _show(new.get(k)))
         return None
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
         for i, (a, b) in enumerate(zip(old, new)):
@@ -113,8 +141,11 @@ def first_difference(old, new, path: str = "") -> str | None:
 
 
 def _show(v) -> str:
-    if isinstance(v, dict) and "@" in v:
-        return "%s(%s)" % (v.get("kind", v["@"]), ",".join(str(_show(a)) for a in v.get("args", [])))
+    if isinstance(v, dict) and "@" in v:      # a PriorValue as prset echoes it: Clock:Birthdeath, Exponential(10.0)
+        args = v.get("args", [])
+        text = "%s(%s)" % (v.get("kind", v["@"]), ",".join(str(_show(a)) for a in args)) if args else \
+            str(v.get("kind", v["@"]))
+        return text + (":" + _show(v["sub"]) if v.get("sub") is not None else "")
     if isinstance(v, list):
         return "(%s)" % ",".join(_show(x) for x in v)
     return "absent" if v is None else str(v)

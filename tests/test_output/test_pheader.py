@@ -15,7 +15,7 @@ from tests.test_output.mbpeer import p_header, run_mb, run_ours, stage
 HEADERS = SHARED / "data" / "mrbayes" / "reference_runs" / "p_headers"
 CASES = sorted(p.name[:-len(".cmd.nex")] for p in HEADERS.glob("*.cmd.nex"))
 # models of the reference set mbgpu does not run yet: they must stop with NotImplementedYet before writing
-NOT_YET = {"aagtr", "aamixed", "clock", "codon", "covarion", "nstmixed"}
+NOT_YET = {"aagtr", "aamixed", "codon", "covarion", "nstmixed"}
 
 
 def test_doctests():

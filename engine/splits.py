@@ -20,8 +20,8 @@ def normalise(bits: int, n_taxa: int, outgroup: int = 0) -> int:
     return bits ^ full if bits >> outgroup & 1 else bits
 
 
-def nested_splits(node, n_taxa: int, outgroup: int = 0) -> list[int]:
-    """Non-trivial splits (2 <= size <= n-2 after normalising) of a nested-tuple tree."""
+def _clade_bits(node) -> list[int]:
+    """Every interior node's taxa as a bitset, children before parents (the root's last)."""
     out: list[int] = []
 
     def walk(v) -> int:
@@ -34,8 +34,13 @@ def nested_splits(node, n_taxa: int, outgroup: int = 0) -> list[int]:
         return b
 
     walk(node)
+    return out
+
+
+def nested_splits(node, n_taxa: int, outgroup: int = 0) -> list[int]:
+    """Non-trivial splits (2 <= size <= n-2 after normalising) of a nested-tuple tree."""
     res = []
-    for b in out:
+    for b in _clade_bits(node):
         s = normalise(b, n_taxa, outgroup)
         if 2 <= bin(s).count("1") <= n_taxa - 2:
             res.append(s)
@@ -63,19 +68,7 @@ def tree_splits(tree, outgroup: int = 0) -> list[int]:
 def nested_clades(node, n_taxa: int) -> list[int]:
     """The clades of a rooted nested-tuple tree that MrBayes counts for a clock tree's split frequencies:
     every interior node's taxa but the root's, not normalised (a clade and its complement differ)."""
-    out: list[int] = []
-
-    def walk(v) -> int:
-        if isinstance(v, int):
-            return 1 << v
-        b = 0
-        for c in v:
-            b |= walk(c)
-        out.append(b)
-        return b
-
-    walk(node)
-    return sorted(set(out[:-1]))
+    return sorted(set(_clade_bits(node)[:-1]))
 
 
 def rooted_clades(parent, n_tips: int) -> list[int]:

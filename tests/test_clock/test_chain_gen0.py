@@ -43,14 +43,8 @@ def _file(model: str, clock: str, newick: str) -> str:
             % (newick, model, clock, RUN))
 
 
-def _gen0(path) -> tuple[list[str], list[float]]:
-    lines = path.read_text().splitlines()
-    return lines[1].split("\t"), [float(x) for x in lines[2].split("\t")]
-
-
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_gen0_row_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
-    text = _file(*CASES[case])
+def _run_both(text: str, mb_double, tmp_path, monkeypatch) -> None:
+    """`text` run by mb-double in tmp_path/mb and by mbgpu in tmp_path/ours (each beside primates.nex)."""
     for who in ("mb", "ours"):
         (tmp_path / who).mkdir()
         shutil.copy(DATA, tmp_path / who / "primates.nex")
@@ -60,6 +54,16 @@ def test_gen0_row_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
     assert done.returncode == 0, done.stdout[-2000:]
     monkeypatch.chdir(tmp_path / "ours")
     interp_for(text, tmp_path / "ours", "cmd.nex")
+
+
+def _gen0(path) -> tuple[list[str], list[float]]:
+    lines = path.read_text().splitlines()
+    return lines[1].split("\t"), [float(x) for x in lines[2].split("\t")]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_gen0_row_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
+    _run_both(_file(*CASES[case]), mb_double, tmp_path, monkeypatch)
     head, row = _gen0(tmp_path / "mb" / "x.p")
     our_head, our_row = _gen0(tmp_path / "ours" / "x.p")
     assert our_head == head
@@ -80,16 +84,7 @@ def test_random_start_tree_has_mrbayes_ages(clock, mb_double, tmp_path, monkeypa
     """Without startvals both start from MrBayes' random clock tree: its topology is random, its ages are
     MrBayes' fixed rule (mbgpu.clock.random_start), so TH, the clock rate and the uniform prior's LnPr (a
     function of the tree age alone) agree at Gen 0."""
-    text = _file(SETUP, clock, T1).replace(" startvals tau=t1 v=t1;", "")
-    for who in ("mb", "ours"):
-        (tmp_path / who).mkdir()
-        shutil.copy(DATA, tmp_path / who / "primates.nex")
-    (tmp_path / "mb" / "cmd.nex").write_text(text)
-    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path / "mb", capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stdout[-2000:]
-    monkeypatch.chdir(tmp_path / "ours")
-    interp_for(text, tmp_path / "ours", "cmd.nex")
+    _run_both(_file(SETUP, clock, T1).replace(" startvals tau=t1 v=t1;", ""), mb_double, tmp_path, monkeypatch)
     head, row = _gen0(tmp_path / "mb" / "x.p")
     our_head, our_row = _gen0(tmp_path / "ours" / "x.p")
     assert our_head == head

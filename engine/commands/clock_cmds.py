@@ -207,7 +207,7 @@ def _distribution(cmd, a, family: str):
 
 
 SAMPLED_TREE_PRIORS = ("uniform", "birthdeath", "coalescence")     # the clock tree priors `mcmc` runs
-SAMPLED_CLOCKS = ("strict",)
+SAMPLED_CLOCKS = ("strict", "igr", "tk02")
 
 
 def refuse_clock(settings, command: str) -> None:

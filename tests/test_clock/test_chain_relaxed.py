@@ -1,0 +1,52 @@
+"""`mcmc` under the igr and tk02 relaxed clocks against mb-double: the Gen-0 `.p` row and `.t` file up to
+gen.0 (effective lengths as `[&B IgrBrlens x]`), prior sampling (`data=no`: igrvar / tk02var, TH, TL) and a
+posterior run on primates (TH, TL, igrvar, clockrate, LnL means within Monte Carlo error), so that the
+branch-rate moves, the tree moves' relaxed-clock side effects and the likelihood's effective lengths are
+checked through the whole run path."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from tests.helpers import interp_for
+from tests.test_clock.gen0 import SETUP
+from tests.test_clock.test_chain_gen0 import _file, _gen0, _trees_to_gen0
+from tests.test_clock.test_chain_sampling import _check_means, _runs
+from tests.test_clock.trees import DATA, T1, T2
+
+UNIFORM = "prset brlenspr=clock:uniform"
+GEN0 = {
+    "igr": (SETUP, UNIFORM + " clockvarpr=igr;", T1),
+    "igr_uniform_variance": (SETUP, UNIFORM + " clockvarpr=igr igrvarpr=uniform(0.5,2) clockratepr=exponential(2);",
+                             T2),
+    "igr_hky": ("lset nst=2 rates=gamma;", "prset brlenspr=clock:birthdeath clockvarpr=igr igrvarpr=exponential(5);",
+                T1),
+    "tk02": (SETUP, UNIFORM + " clockvarpr=tk02;", T1),
+    "tk02_fixed_format": ("set scientific=no precision=10; " + SETUP, UNIFORM + " clockvarpr=tk02 "
+                          "clockratepr=lognormal(-1,0.5);", T2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GEN0))
+def test_gen0_row_and_tree_equal_mrbayes(case, mb_double, tmp_path, monkeypatch):
+    text = _file(*GEN0[case])
+    for who in ("mb", "ours"):
+        (tmp_path / who).mkdir()
+        shutil.copy(DATA, tmp_path / who / "primates.nex")
+    (tmp_path / "mb" / "cmd.nex").write_text(text)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path / "mb", capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    monkeypatch.chdir(tmp_path / "ours")
+    interp_for(text, tmp_path / "ours", "cmd.nex")
+    head, row = _gen0(tmp_path / "mb" / "x.p")
+    our_head, our_row = _gen0(tmp_path / "ours" / "x.p")
+    assert our_head == head
+    if "uniform" not in case:                        # a drawn variance: ours is drawn from our stream
+        assert our_row == pytest.approx(row, rel=1e-6)
+        assert _trees_to_gen0(tmp_path / "ours" / "x.t") == _trees_to_gen0(tmp_path / "mb" / "x.t")
+    else:
+        assert our_row[1] == pytest.approx(row[1], rel=1e-6)           # LnL reads the effective lengths
+        assert len(_trees_to_gen0(tmp_path / "ours" / "x.t")) == len(_trees_to_gen0(tmp_path / "mb" / "x.t"))

@@ -212,7 +212,7 @@ SAMPLED_CLOCKS = ("strict", "igr", "tk02")
 
 def refuse_clock(settings, command: str) -> None:
     """The refusal of what the clock sampler does not run yet: `ss` on a clock tree; `mcmc` on a clock tree
-    other than one strict clock under the uniform, birth-death or coalescent prior.
+    other than one strict, igr or tk02 clock under the uniform, birth-death or coalescent prior.
 
     Raises:
         NotImplementedYet: such a clock setting.

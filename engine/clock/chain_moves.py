@@ -15,6 +15,7 @@ import numpy as np
 from mbgpu.clock import param_moves as pm
 from mbgpu.clock import tree_moves as tm
 from mbgpu.clock.pars_spr_clock import pars_spr_clock
+from mbgpu.clock.relaxed_state import in_bounds
 from mbgpu.clock.topology_moves import ext_spr_clock, nni_clock
 from mbgpu.errors import NotImplementedYet
 from mbgpu.moves.base import Move, aborted, make_proposal
@@ -61,7 +62,15 @@ class _DepthMove(ClockMove):
         r = self._kernel(kernel_state(rng), work, lo, hi, ctx)
         if not r > -math.inf:
             return aborted(tree)
-        return make_proposal(tree, tree.moved(parent, kids, depth), r)
+        return tree_proposal(tree, tree.moved(parent, kids, depth), r)
+
+
+def tree_proposal(tree, new, log_ratio: float):
+    """make_proposal of a tree move, or MrBayes' abort when a relaxed clock's effective length (rates stay
+    with their nodes) left [RELBRLENS_MIN, RELBRLENS_MAX] (the igr / tk02 blocks of the tree moves)."""
+    if new.relaxed is not None and not in_bounds(new.state.brlen, new.state.parent, new.eff):
+        return aborted(tree)
+    return make_proposal(tree, new, log_ratio)
 
 
 class NodesliderClock(_DepthMove):
@@ -129,7 +138,7 @@ class ClockRateMultiplier(ClockMove):
                                      np.zeros(0, dtype=np.int64))
         if not r > -math.inf:
             return aborted(tree)
-        return make_proposal(tree, tree.moved(st.parent, st.kids, depth, float(rate[0])), r)
+        return tree_proposal(tree, tree.moved(st.parent, st.kids, depth, float(rate[0])), r)
 
 
 class _ParamMove(ClockMove):
@@ -194,7 +203,9 @@ def chain_move(spec) -> ClockMove | None:
     Raises:
         NotImplementedYet: a move MrBayes uses by default that the sampler does not run yet.
     """
-    cls = KINDS.get(spec.kind)
+    from mbgpu.clock.chain_relaxed_moves import RELAXED_KINDS    # its moves build on this module's
+
+    cls = KINDS.get(spec.kind, RELAXED_KINDS.get(spec.kind))
     if cls is None:
         if spec.weight == 0:
             return None

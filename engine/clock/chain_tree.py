@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from mbgpu.clock.log_prior import ln_prior
+from mbgpu.clock.relaxed_state import RelaxedState, start_relaxed
 from mbgpu.clock.rooted import root_of
 from mbgpu.clock.start_tree import ClockStart
 from mbgpu.tree import Tree
@@ -83,15 +84,20 @@ def unrooted_view(parent: np.ndarray, lengths: np.ndarray, n_tips: int) -> tuple
 
 class ClockTree(Tree):
     """A clock tree in a chain's state: `state` (rooted arrays and clock rate), `params` (the tree-prior
-    parameters: label -> float64 array, as ClockModel.starts() names them), `frame`; as a Tree, its
-    unrooted view."""
+    parameters: label -> float64 array, as ClockModel.starts() names them), `frame`, `relaxed` (igr / tk02
+    rates, mbgpu.clock.relaxed_state; MrBayes' start state when not given, None for a strict clock); as a
+    Tree, its unrooted view with the effective branch lengths (`eff`: the lengths themselves for a strict
+    clock)."""
 
-    def __init__(self, frame: ClockFrame, state: ClockStart, params: dict):
+    def __init__(self, frame: ClockFrame, state: ClockStart, params: dict, relaxed: RelaxedState | None = None):
         if state.brlen is None:
             state = replace(state, brlen=lengths_of(state.parent, state.depth))
-        parent, brlen = unrooted_view(state.parent, state.brlen, state.n_tips)
+        if relaxed is None:
+            relaxed = start_relaxed(frame.model, state.parent.shape[0])
+        self.eff = state.brlen if relaxed is None else relaxed.effective_lengths(state.parent, state.brlen)
+        parent, brlen = unrooted_view(state.parent, self.eff, state.n_tips)
         super().__init__(state.n_tips, parent, brlen)
-        self.frame, self.state, self.params = frame, state, params
+        self.frame, self.state, self.params, self.relaxed = frame, state, params, relaxed
         self._ln_prior = None
 
     def copy(self) -> "ClockTree":
@@ -99,12 +105,13 @@ class ClockTree(Tree):
         s = self.state
         return ClockTree(self.frame, replace(s, parent=s.parent.copy(), kids=s.kids.copy(), depth=s.depth.copy(),
                                              brlen=s.brlen.copy()),
-                         {k: v.copy() for k, v in self.params.items()})
+                         {k: v.copy() for k, v in self.params.items()},
+                         None if self.relaxed is None else self.relaxed.copy())
 
     def moved(self, parent: np.ndarray, kids: np.ndarray, depth: np.ndarray, clock_rate: float | None = None,
-              params: dict | None = None) -> "ClockTree":
-        """A new ClockTree with the given rooted arrays (a move's result) and, where given, clock rate and
-        parameters (else this tree's). As in MrBayes, only the branches whose ends moved get new lengths
+              params: dict | None = None, relaxed: RelaxedState | None = None) -> "ClockTree":
+        """A new ClockTree with the given rooted arrays (a move's result) and, where given, clock rate,
+        parameters and relaxed-clock rates (else this tree's; rates stay with node ids). As in MrBayes, only the branches whose ends moved get new lengths
         (depth differences): the others keep theirs, a start tree's as written; children keep their order
         where a node's children stay the same (MrBayes' left/right, the order the .t file prints)."""
         old = self.state
@@ -116,7 +123,8 @@ class ClockTree(Tree):
             written = np.where((np.sort(written, axis=1) == kids).all(axis=1)[:, None], written, kids)
         state = replace(old, parent=parent, kids=kids, depth=depth, brlen=lengths, written_kids=written,
                         clock_rate=old.clock_rate if clock_rate is None else clock_rate)
-        return ClockTree(self.frame, state, self.params if params is None else params)
+        return ClockTree(self.frame, state, self.params if params is None else params,
+                         self.relaxed if relaxed is None else relaxed)
 
     @property
     def clock_rate(self) -> float:
@@ -131,6 +139,8 @@ class ClockTree(Tree):
         """The clock parameters as ln_prior reads them (scalars as floats; clockrate included)."""
         out = {k: (float(v[0]) if v.shape[0] == 1 else v) for k, v in self.params.items()}
         out["clockrate"] = self.state.clock_rate
+        if self.relaxed is not None:
+            out["rates"] = self.relaxed.rates
         return out
 
     def ln_prior(self) -> float:

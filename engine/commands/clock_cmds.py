@@ -207,12 +207,12 @@ def _distribution(cmd, a, family: str):
 
 
 SAMPLED_TREE_PRIORS = ("uniform", "birthdeath", "coalescence")     # the clock tree priors `mcmc` runs
-SAMPLED_CLOCKS = ("strict",)
+SAMPLED_CLOCKS = ("strict", "igr", "tk02")
 
 
 def refuse_clock(settings, command: str) -> None:
     """The refusal of what the clock sampler does not run yet: `mcmc` or `ss` on a clock tree other than one
-    strict clock under the uniform, birth-death or coalescent prior.
+    strict, igr or tk02 clock under the uniform, birth-death or coalescent prior.
 
     Raises:
         NotImplementedYet: such a clock setting.

@@ -15,7 +15,7 @@ from mbgpu.output.pfile import PFileWriter
 from mbgpu.output.tfile import TFileWriter, newick_of
 from mbgpu.output import report_formats
 from mbgpu.clock.model import clock_models
-from mbgpu.output.clock_trees import clock_pfile_values, clock_tree_text, prints_clock_rate
+from mbgpu.output.clock_trees import branch_set_name, clock_pfile_values, clock_tree_text, prints_clock_rate
 from mbgpu.output.paramnames import clock_pfile_header, pfile_header
 from mbgpu.output.write_failure import OutputWriteFailed
 from mbgpu.parameters import parameter_values
@@ -122,7 +122,7 @@ class FileSink:
             self.p[r].row(gen, c.lnl, c.lnpr, values)
             for writer, tree in zip(self.t[r], trees):
                 if self.clock is not None:
-                    writer.clock_tree(gen, _clock_text(tree, self.sci, self.prec))
+                    writer.clock_tree(gen, _clock_text(tree, self.sci, self.prec, len(self.settings.divisions)))
                 else:
                     writer.tree(gen, newick_of(tree, self.sci, self.prec, self.settings.outgroup, self.order_taxa))
             for counter, k in zip(self.tree_splits, self.trees.firsts()):
@@ -233,12 +233,14 @@ def _clock_values(tree) -> tuple[list, list]:
                               lengths=st.brlen)
 
 
-def _clock_text(tree, scientific: bool, precision: int) -> str:
-    """A ClockTree's `.t` text, children in MrBayes' left/right where known (mbgpu.clock.chain_tree)."""
-    st = tree.state
+def _clock_text(tree, scientific: bool, precision: int, n_divisions: int) -> str:
+    """A ClockTree's `.t` text, children in MrBayes' left/right where known (mbgpu.clock.chain_tree), with
+    the relaxed clock's effective lengths."""
+    st, model = tree.state, tree.frame.model
     kids = st.written_kids if st.written_kids is not None else st.kids
-    rate = st.clock_rate if prints_clock_rate(tree.frame.model) else None
+    rate = st.clock_rate if prints_clock_rate(model) else None
     return clock_tree_text(st.parent, kids, st.depth, st.n_tips, lengths=st.brlen, clock_rate=rate,
+                           branch_set=branch_set_name(model, n_divisions), eff=tree.eff,
                            scientific=scientific, precision=precision)
 
 

@@ -1,0 +1,95 @@
+"""`mcmc` under the igr and tk02 relaxed clocks against mb-double: the Gen-0 `.p` row and `.t` file up to
+gen.0 (effective lengths as `[&B IgrBrlens x]`), prior sampling (`data=no`: igrvar / tk02var, TH, TL) and a
+posterior run on primates (TH, TL, igrvar, clockrate, LnL means within Monte Carlo error), so that the
+branch-rate moves, the tree moves' relaxed-clock side effects and the likelihood's effective lengths are
+checked through the whole run path."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from tests.helpers import interp_for
+from tests.test_clock.gen0 import SETUP
+from tests.test_clock.test_chain_gen0 import _file, _gen0, _trees_to_gen0
+from tests.test_clock.test_chain_sampling import _check_means, _runs
+from tests.test_clock.trees import DATA, T1, T2
+
+UNIFORM = "prset brlenspr=clock:uniform"
+EFF = re.compile(r"\[&B \w+ ([-+.0-9eE]+)\]")
+GEN0 = {
+    "igr": (SETUP, UNIFORM + " clockvarpr=igr;", T1),
+    "igr_uniform_variance": (SETUP, UNIFORM + " clockvarpr=igr igrvarpr=uniform(0.5,2) clockratepr=exponential(2);",
+                             T2),
+    "igr_hky": ("lset nst=2 rates=gamma;", "prset brlenspr=clock:birthdeath clockvarpr=igr igrvarpr=exponential(5);",
+                T1),
+    "tk02": (SETUP, UNIFORM + " clockvarpr=tk02;", T1),
+    "tk02_fixed_format": ("set scientific=no precision=10; " + SETUP, UNIFORM + " clockvarpr=tk02 "
+                          "clockratepr=lognormal(-1,0.5);", T2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GEN0))
+def test_gen0_row_and_tree_equal_mrbayes(case, mb_double, tmp_path, monkeypatch):
+    text = _file(*GEN0[case])
+    for who in ("mb", "ours"):
+        (tmp_path / who).mkdir()
+        shutil.copy(DATA, tmp_path / who / "primates.nex")
+    (tmp_path / "mb" / "cmd.nex").write_text(text)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path / "mb", capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    monkeypatch.chdir(tmp_path / "ours")
+    interp_for(text, tmp_path / "ours", "cmd.nex")
+    head, row = _gen0(tmp_path / "mb" / "x.p")
+    our_head, our_row = _gen0(tmp_path / "ours" / "x.p")
+    assert our_head == head
+    if "uniform" not in case:                        # a drawn variance: ours is drawn from our stream
+        assert our_row == pytest.approx(row, rel=1e-6)
+        assert _trees_to_gen0(tmp_path / "ours" / "x.t") == _trees_to_gen0(tmp_path / "mb" / "x.t")
+    else:
+        assert our_row[1] == pytest.approx(row[1], rel=1e-6)           # LnL reads the effective lengths
+        assert len(_trees_to_gen0(tmp_path / "ours" / "x.t")) == len(_trees_to_gen0(tmp_path / "mb" / "x.t"))
+
+
+# name -> (commands, start tree, generations, columns compared); effTL: the summed effective lengths of the .t
+PRIOR = {
+    # the variances and the rates mix slowly (autocorrelation 0.15 at 6000 generations): long runs, and a
+    # uniform variance prior away from MrBayes' RATE_MIN / RELBRLENS_MIN truncation
+    "igr": (SETUP + UNIFORM + " clockvarpr=igr igrvarpr=uniform(0.02,0.1) treeagepr=gamma(0.5,0.2);", T1, 200000,
+            ("TH", "TL", "igrvar", "effTL")),
+    "tk02": (SETUP + UNIFORM + " clockvarpr=tk02 tk02varpr=uniform(0.5,2) treeagepr=gamma(0.5,0.2);", T1, 200000,
+             ("TH", "TL", "tk02var", "effTL")),
+}
+POSTERIOR = {
+    "igr_hky": ("lset nst=2 rates=gamma; " + UNIFORM + " clockvarpr=igr clockratepr=lognormal(-2,1);", T1, 100000,
+                ("LnL", "TH", "TL", "igrvar", "clockrate", "effTL")),
+}
+
+
+def _with_effective_lengths(out: dict) -> dict:
+    """Each run's .p table with `effTL`: per sample the sum of the .t file's `[&B NAME x]` values."""
+    for table, tpath in out.values():
+        lines = [ln for ln in tpath.read_text().splitlines() if ln.startswith("   tree gen.")]
+        totals = np.array([sum(float(x) for x in EFF.findall(ln)) for ln in lines])
+        table["effTL"] = totals[len(totals) // 10:][:len(table["TH"])]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(PRIOR))
+def test_prior_sampling_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
+    commands, newick, ngen, columns = PRIOR[case]
+    _check_means(_with_effective_lengths(_runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, False)),
+                 columns)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(POSTERIOR))
+def test_posterior_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
+    commands, newick, ngen, columns = POSTERIOR[case]
+    _check_means(_with_effective_lengths(_runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, True)),
+                 columns)

@@ -3,7 +3,8 @@
 Stored (keys under the chain's group, prefix `clock/`): the rooted arrays the moves change (parent, kids,
 depth), the branch lengths as they stand (MrBayes keeps a start tree's written lengths on branches no move
 has touched, so they are not depth differences), each node's written child order (the .t file's
-left/right), the clock rate and the tree-prior parameters. Not stored: what follows from the settings. The
+left/right), the clock rate, the tree-prior parameters and a relaxed clock's rates (`clock/rates`: igr per
+branch, tk02 per node, by node id). Not stored: what follows from the settings. The
 frame (ClockModel, calibration ranges by node) is rebuilt from the restored tree as `frame_of` builds it at
 the start; the per-node calibrations and hard-constraint locks are carried over from the freshly built
 chain's start tree by clade (the tips below each such node), so a continuation with another start tree
@@ -18,6 +19,7 @@ import numpy as np
 
 from mbgpu.checkpoint.errors import CheckpointMismatch
 from mbgpu.clock.chain_tree import ClockTree, frame_of
+from mbgpu.clock.relaxed_state import RelaxedState
 
 KEYS = ("parent", "kids", "depth", "brlen", "written_kids", "rate", "param_names", "param_values", "param_sizes")
 PREFIX = "clock/"
@@ -40,6 +42,8 @@ def capture_clock(tree: ClockTree) -> dict:
            "rate": np.array([s.clock_rate], dtype=np.float64), "param_names": json.dumps(names),
            "param_values": np.concatenate([np.ravel(tree.params[k]) for k in names]) if names else np.zeros(0),
            "param_sizes": np.array([np.size(tree.params[k]) for k in names], dtype=np.int64)}
+    if tree.relaxed is not None:
+        out["rates"] = tree.relaxed.rates
     return {PREFIX + k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in out.items()}
 
 
@@ -78,7 +82,25 @@ def restore_clock(fresh: ClockTree, st: dict, where: str) -> ClockTree:
     offsets = np.cumsum([0] + c["param_sizes"].tolist())
     params = {k: np.array(c["param_values"][a:b], dtype=np.float64)
               for k, a, b in zip(names, offsets[:-1], offsets[1:])}
-    return ClockTree(frame_of(fresh.frame.model, state), state, params)
+    return ClockTree(frame_of(fresh.frame.model, state), state, params, _relaxed(fresh, st, n, where))
+
+
+def _relaxed(fresh: ClockTree, st: dict, n: int, where: str):
+    """The checkpointed relaxed-clock rates (None for a strict clock).
+
+    Raises:
+        CheckpointMismatch: the checkpoint and the model differ in having a relaxed clock, or in its size.
+    """
+    rates = st.get(PREFIX + "rates")
+    if (rates is None) != (fresh.relaxed is None):
+        raise CheckpointMismatch("%s was written for another model: %s relaxed clock" % (
+            where, "it has no" if rates is None else "it has a"))
+    if rates is None:
+        return None
+    if np.shape(rates) != (n,):
+        raise CheckpointMismatch("%s was written for another model: its relaxed clock has %d rates, not %d"
+                                 % (where, np.shape(rates)[0], n))
+    return RelaxedState(fresh.relaxed.kind, np.array(rates, dtype=np.float64))
 
 
 def tips_below(parent: np.ndarray, n_tips: int) -> list[frozenset]:

@@ -64,13 +64,17 @@ def test_clock_append_is_byte_identical(reference, tmp_path, monkeypatch, n):
 UNIFORM = ("lset nst=2 rates=gamma; " + APES % "uniform(0.15,0.3)" + " prset brlenspr=clock:uniform "
            "topologypr=constraints(apes) nodeagepr=calibrated clockratepr=lognormal(0,0.5) treeagepr=uniform(0.5,1);")
 COALESCENCE = "lset nst=1; prset brlenspr=clock:coalescence popsizepr=gamma(2,20) clockratepr=exponential(2);"
+IGR = "lset nst=2; prset brlenspr=clock:uniform clockvarpr=igr clockratepr=exponential(2);"
+TK02 = "lset nst=1; prset brlenspr=clock:birthdeath clockvarpr=tk02;"
 
 
 @pytest.mark.parametrize("model,start,cont,n", [
     (UNIFORM, T1, None, 111),       # continued without startvals: another start tree is built first
     (UNIFORM, T1, T1, 3),           # most branches still have the start tree's written lengths
     (COALESCENCE, T2, T2, 111),
-], ids=["uniform-calibrated", "uniform-early", "coalescence"])
+    (IGR, T1, T1, 111),             # the relaxed clocks' rates travel with the tree
+    (TK02, T2, T2, 111),
+], ids=["uniform-calibrated", "uniform-early", "coalescence", "igr", "tk02"])
 def test_other_clock_models_resume_exactly(tmp_path, monkeypatch, model, start, cont, n):
     """A start tree as written (its branch lengths and child order stay on untouched branches), the uniform
     and coalescent priors; the calibrated node found by its clade when the rebuilt chain starts elsewhere."""

@@ -193,7 +193,9 @@ def chain_move(spec) -> ClockMove | None:
     Raises:
         NotImplementedYet: a move MrBayes uses by default that the sampler does not run yet.
     """
-    cls = KINDS.get(spec.kind)
+    from mbgpu.clock.chain_fbd_moves import KINDS as FBD_KINDS     # builds on the classes here: imported late
+
+    cls = KINDS.get(spec.kind) or FBD_KINDS.get(spec.kind)
     if cls is None:
         if spec.weight == 0:
             return None

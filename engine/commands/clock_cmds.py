@@ -206,7 +206,7 @@ def _distribution(cmd, a, family: str):
     return age_distribution(family, params)
 
 
-SAMPLED_TREE_PRIORS = ("uniform", "birthdeath", "coalescence")     # the clock tree priors `mcmc` runs
+SAMPLED_TREE_PRIORS = ("uniform", "birthdeath", "coalescence", "fossilization")   # the clock tree priors `mcmc` runs
 SAMPLED_CLOCKS = ("strict",)
 
 

@@ -1,0 +1,86 @@
+"""`mcmc` on a fossilized birth-death clock tree (`prset brlenspr=clock:fossilization`, strict clock) against
+mb-double: the Gen-0 `.p` row and `.t` file from startvals trees with fossil tips and sampled ancestors (and
+fossil-sampling rate shifts), the random start with tip dates, and the sampled distributions of the prior
+(`data=no`) and of a posterior (TH, TL, net_speciation, relative_extinction, relative_fossilization,
+prop_ancfossil, clock rate) within Monte Carlo error. The moves are mbgpu.clock.chain_fbd_moves' (AddBranch,
+DelBranch, Slider(Relative_fossilization), ExtFossilSprClock) beside the strict-clock ones."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from tests.helpers import interp_for
+from tests.test_clock.gen0 import SETUP
+from tests.test_clock.test_chain_gen0 import _file, _gen0, _trees_to_gen0
+from tests.test_clock.trees import DATA, T1, T4
+
+FBD = "prset brlenspr=clock:fossilization nodeagepr=calibrated"
+FOSSILS = FBD + "; calibrate Tarsius_syrichta=fixed(0.1) "
+SAMPLED_ANCESTOR = T4.replace("Lemur_catta:0.5", "Lemur_catta:0.0")          # Lemur on a zero-length branch
+T1_REVERSED = ("(Tarsius_syrichta:0.65,(Lemur_catta:0.55,(Saimiri_sciureus:0.4,((M_sylvanus:0.1,(M_fascicularis:0.06,"
+               "(M_mulatta:0.03,Macaca_fuscata:0.03):0.03):0.04):0.12,(Hylobates:0.18,(Pongo:0.12,(Gorilla:0.07,"
+               "(Pan:0.05,Homo_sapiens:0.05):0.02):0.05):0.06):0.04):0.18):0.15):0.1);")
+# name -> (model commands, clock commands, start tree)
+CASES = {
+    "fossil_tips": (SETUP, FOSSILS + "Lemur_catta=fixed(0.05);", T4),
+    "fossil_tips_free_rate": (SETUP, FBD + " clockratepr=exponential(2) speciationpr=exponential(5) "
+                              "extinctionpr=beta(2,2) fossilizationpr=beta(2,5); calibrate "
+                              "Tarsius_syrichta=fixed(0.1) Lemur_catta=uniform(0.02,0.08);", T4),
+    "sampled_ancestor": (SETUP, FOSSILS + "Lemur_catta=fixed(0.55);", SAMPLED_ANCESTOR),
+    "sampled_ancestor_first": (SETUP, FOSSILS + "Lemur_catta=fixed(0.55);",
+                               T1_REVERSED.replace("Lemur_catta:0.55", "Lemur_catta:0.0")
+                               .replace("Tarsius_syrichta:0.65", "Tarsius_syrichta:0.55")),
+    "fossil_shifts": (SETUP, FOSSILS + "Lemur_catta=fixed(0.55); prset samplestrat=random 2: 0.55 0.2;",
+                      SAMPLED_ANCESTOR),
+    "diversity": (SETUP, FOSSILS + "Lemur_catta=fixed(0.05); prset samplestrat=diversity sampleprob=0.5;", T4),
+    "fossiltip": (SETUP, FOSSILS + "Lemur_catta=fixed(0.05); prset samplestrat=fossiltip;", T4),
+    "hky_gamma": ("lset nst=2 rates=gamma;", FOSSILS + "Lemur_catta=uniform(0.02,0.08); prset "
+                  "clockratepr=lognormal(0,1);", T4),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_gen0_row_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
+    text = _file(*CASES[case])
+    for who in ("mb", "ours"):
+        (tmp_path / who).mkdir()
+        shutil.copy(DATA, tmp_path / who / "primates.nex")
+    (tmp_path / "mb" / "cmd.nex").write_text(text)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path / "mb", capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    monkeypatch.chdir(tmp_path / "ours")
+    interp_for(text, tmp_path / "ours", "cmd.nex")
+    head, row = _gen0(tmp_path / "mb" / "x.p")
+    our_head, our_row = _gen0(tmp_path / "ours" / "x.p")
+    assert our_head == head
+    assert our_row == pytest.approx(row, rel=1e-6)
+    assert _trees_to_gen0(tmp_path / "ours" / "x.t") == _trees_to_gen0(tmp_path / "mb" / "x.t")
+
+
+@pytest.mark.parametrize("clock", [FOSSILS + "Lemur_catta=fixed(0.05);",
+                                   FBD + " clockratepr=exponential(2) treeagepr=uniform(2,5); calibrate "
+                                   "Tarsius_syrichta=uniform(0.5,1) Lemur_catta=fixed(0.3);"])
+def test_random_start_with_tip_dates(clock, mb_double, tmp_path, monkeypatch):
+    """Without startvals both start from MrBayes' random clock tree (fossil tips at their calibration
+    minimum, the root at 1.5 x the oldest): TH, the clock rate and prop_ancfossil agree at Gen 0 and the
+    .p headers are the same (LnPr depends on the random topology)."""
+    text = _file(SETUP, clock, T1).replace(" startvals tau=t1 v=t1;", "")
+    for who in ("mb", "ours"):
+        (tmp_path / who).mkdir()
+        shutil.copy(DATA, tmp_path / who / "primates.nex")
+    (tmp_path / "mb" / "cmd.nex").write_text(text)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path / "mb", capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    monkeypatch.chdir(tmp_path / "ours")
+    interp_for(text, tmp_path / "ours", "cmd.nex")
+    head, row = _gen0(tmp_path / "mb" / "x.p")
+    our_head, our_row = _gen0(tmp_path / "ours" / "x.p")
+    assert our_head == head
+    keep = [i for i, h in enumerate(head) if h in ("TH", "clockrate", "prop_ancfossil", "net_speciation",
+                                                     "relative_extinction", "relative_fossilization")]
+    assert len(keep) >= 3
+

@@ -11,9 +11,11 @@ import subprocess
 
 import pytest
 
+from mbgpu.errors import ModelError
 from tests.helpers import interp_for
 from tests.test_clock.gen0 import SETUP
 from tests.test_clock.test_chain_gen0 import _file, _gen0, _trees_to_gen0
+from tests.test_clock.test_chain_sampling import _check_means, _runs
 from tests.test_clock.trees import DATA, T1, T4
 
 FBD = "prset brlenspr=clock:fossilization nodeagepr=calibrated"
@@ -84,3 +86,40 @@ def test_random_start_with_tip_dates(clock, mb_double, tmp_path, monkeypatch):
                                                      "relative_extinction", "relative_fossilization")]
     assert len(keep) >= 3
 
+
+
+def test_cluster_sampling_is_mrbayes_error(mb_double, tmp_path, monkeypatch):
+    """samplestrat=cluster under the FBD prior: MrBayes stops at its first move with this sentence; mbgpu
+    refuses the mcmc command with it."""
+    text = _file(SETUP, FOSSILS + "Lemur_catta=fixed(0.05); prset samplestrat=cluster;", T4)
+    (tmp_path / "mb").mkdir()
+    shutil.copy(DATA, tmp_path / "mb" / "primates.nex")
+    (tmp_path / "mb" / "cmd.nex").write_text(text)
+    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path / "mb", capture_output=True, text=True,
+                          timeout=120)
+    sentence = "Sampling strategy Cluster for fossilized birth-death process not implemented"
+    assert done.returncode != 0 and sentence in done.stdout
+    shutil.copy(DATA, tmp_path / "primates.nex")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelError) as e:
+        interp_for(text, tmp_path, "cmd.nex")
+    assert sentence in e.value.one_line()
+
+
+# name -> (commands, start tree, generations, columns compared): the prior (data=no) of the FBD tree with two
+# fossil tips whose ages are free, so AddBranch / DelBranch make and unmake sampled ancestors
+PRIOR = {
+    "fbd_free_rate": (SETUP + FBD + " clockratepr=exponential(2) speciationpr=exponential(5) extinctionpr=beta(2,2) "
+                      "fossilizationpr=beta(2,5) treeagepr=uniform(0.5,1.5); calibrate "
+                      "Tarsius_syrichta=uniform(0.05,0.3) Lemur_catta=uniform(0.02,0.2);", T4, 200000,
+                      ("TH", "TL", "prop_ancfossil", "net_speciation", "relative_extinction",
+                       "relative_fossilization", "clockrate")),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(PRIOR))
+def test_prior_sampling_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
+    commands, newick, ngen, columns = PRIOR[case]
+    out = _runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, data=False)
+    _check_means(out, columns)

@@ -228,11 +228,10 @@ def test_shift_time_errors_like_mrbayes(command, message, tmp_path):
 
 @pytest.mark.parametrize("run, prset, what", [
     ("ss ngen=1", "brlenspr=clock:birthdeath", "ss with prset brlenspr=Clock:Birthdeath"),
-    ("mcmc ngen=1", "brlenspr=clock:fossilization", "mcmc with prset brlenspr=Clock:Fossilization"),
     ("mcmc ngen=1", "brlenspr=clock:birthdeath clockvarpr=igr", "mcmc with prset clockvarpr=igr")])
 def test_runs_the_clock_sampler_lacks_are_refused_at_the_command(run, prset, what, tmp_path):
-    """Every clock setting is accepted and echoed; `ss`, the fossilized birth-death prior and the relaxed
-    clocks are refused at the command until the sampler runs them (mbgpu.commands.clock_cmds.refuse_clock)."""
+    """Every clock setting is accepted and echoed; `ss` and the relaxed clocks are refused at the command
+    until the sampler runs them (mbgpu.commands.clock_cmds.refuse_clock)."""
     with pytest.raises(NotImplementedYet) as e:
         _ours(tmp_path, "prset %s;\n%s nruns=1 nchains=1;" % (prset, run))
     line = e.value.one_line()

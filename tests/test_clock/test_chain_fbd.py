@@ -191,3 +191,25 @@ def test_posterior_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
     for clade in set(mb) | set(ours):
         p, q = mb.get(clade, 0.0), ours.get(clade, 0.0)
         assert abs(p - q) < 0.05 + 4 * math.sqrt(max(p * (1 - p), 0.01) / n), (sorted(clade), p, q)
+
+
+def test_deleted_taxa_renumber_the_calibrations(tmp_path):
+    """`delete Homo_sapiens` renumbers the taxa after it: the run's view (mbgpu.deleted_taxa) carries the tip
+    and clade calibrations over the included taxa (else Saimiri's age would date node 11, an interior node
+    of the 11-taxon tree; hymfossil.nex's `delete Lepid_Micropterigidae` hit this); a deleted calibrated
+    taxon is refused."""
+    from mbgpu.clock.model import clock_models
+    from mbgpu.deleted_taxa import analysis_settings
+    from mbgpu.errors import NotImplementedYet
+
+    shutil.copy(DATA, tmp_path / "primates.nex")
+    text = ("#NEXUS\nbegin mrbayes; execute primates.nex; %s; constraint apes = Homo_sapiens Pan Gorilla Pongo "
+            "Hylobates; prset topologypr=constraints(apes); calibrate Lemur_catta=fixed(0.05) "
+            "Saimiri_sciureus=uniform(0.2,0.3) apes=uniform(0.1,0.4); delete Homo_sapiens;\nend;\n" % FBD)
+    view = analysis_settings(interp_for(text, tmp_path).settings)
+    (model,) = clock_models(view)
+    assert {c.name: sorted(c.taxa) for c in model.tip_calibrations} == {"Lemur_catta": [1], "Saimiri_sciureus": [10]}
+    assert {c.name: sorted(c.taxa) for c in model.node_calibrations} == {"apes": [2, 3, 4, 5]}
+    gone = interp_for(text.replace("delete Homo_sapiens", "delete Lemur_catta"), tmp_path).settings
+    with pytest.raises(NotImplementedYet, match="calibrate of the deleted taxon Lemur_catta"):
+        analysis_settings(gone)

@@ -40,8 +40,25 @@ def analysis_settings(s: Settings, trees: set = frozenset(), for_run: bool = Tru
     constraints = {k: Constraint(c.name, c.kind, taxa(c.taxa), taxa(c.other)) for k, c in s.constraints.items()}
     return dataclasses.replace(
         s, matrix=matrix, outgroup=new.get(s.outgroup, 0), taxsets={k: taxa(v) for k, v in s.taxsets.items()},
-        constraints=constraints, trees=_pruned_trees(s, keep, set(trees)), deleted=frozenset(),
-        taxa_left_out=len(s.deleted))
+        constraints=constraints, calibrations=_calibrations(s, taxa, for_run),
+        trees=_pruned_trees(s, keep, set(trees)), deleted=frozenset(), taxa_left_out=len(s.deleted))
+
+
+def _calibrations(s: Settings, taxa, for_run: bool) -> dict:
+    """`calibrate` ages over the included taxa (tips and constraint clades renumbered).
+
+    Raises:
+        NotImplementedYet: a calibrated tip that is deleted (what MrBayes does with it was not measured).
+    """
+    out = {}
+    for k, c in s.calibrations.items():
+        kept = taxa(c.taxa)
+        if c.tip and not kept:
+            if for_run:
+                raise NotImplementedYet("calibrate of the deleted taxon %s is not supported yet" % c.name)
+            continue
+        out[k] = dataclasses.replace(c, taxa=kept)
+    return out
 
 
 def _pruned_trees(s: Settings, keep: list[int], extra: set) -> dict[str, TreeRecord]:

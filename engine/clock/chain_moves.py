@@ -203,9 +203,10 @@ def chain_move(spec) -> ClockMove | None:
     Raises:
         NotImplementedYet: a move MrBayes uses by default that the sampler does not run yet.
     """
-    from mbgpu.clock.chain_relaxed_moves import RELAXED_KINDS    # its moves build on this module's
+    from mbgpu.clock.chain_fbd_moves import KINDS as FBD_KINDS          # both build on this module's classes:
+    from mbgpu.clock.chain_relaxed_moves import RELAXED_KINDS            # imported late
 
-    cls = KINDS.get(spec.kind, RELAXED_KINDS.get(spec.kind))
+    cls = KINDS.get(spec.kind) or RELAXED_KINDS.get(spec.kind) or FBD_KINDS.get(spec.kind)
     if cls is None:
         if spec.weight == 0:
             return None

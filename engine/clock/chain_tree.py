@@ -152,7 +152,8 @@ class ClockTree(Tree):
 
 def start_params(model, drawn: dict | None = None) -> dict:
     """The tree-prior parameters' start values as arrays (ClockModel.starts() less the clock rate;
-    `drawn` supplies those MrBayes draws at random)."""
+    `drawn` supplies those MrBayes draws at random); relative_fossilization has one value per
+    fossil-sampling interval (s+1 for s shift times), each at the start value, as in MrBayes."""
     out = {}
     for k, v in {**model.starts(), **(drawn or {})}.items():
         if k == "clockrate":
@@ -160,4 +161,6 @@ def start_params(model, drawn: dict | None = None) -> dict:
         if v is None:
             raise ValueError("no start value for %s" % k)
         out[k] = np.atleast_1d(np.asarray(v, dtype=np.float64)).copy()
+    if "relative_fossilization" in out and out["relative_fossilization"].shape[0] == 1:
+        out["relative_fossilization"] = np.repeat(out["relative_fossilization"], len(model.shift_times) + 1)
     return out

@@ -10,7 +10,7 @@ from mbgpu.clock.distributions import age_distribution, calibration_message, clo
 from mbgpu.clock.model import Calibration, clock_models, clock_setting
 from mbgpu.commands.params import parse_number, resolve
 from mbgpu.commands.values import parse_assignments
-from mbgpu.errors import CommandError, NotImplementedYet
+from mbgpu.errors import CommandError, ModelError, NotImplementedYet
 
 _F2 = "%1.2f"
 
@@ -206,16 +206,18 @@ def _distribution(cmd, a, family: str):
     return age_distribution(family, params)
 
 
-SAMPLED_TREE_PRIORS = ("uniform", "birthdeath", "coalescence")     # the clock tree priors `mcmc` runs
+SAMPLED_TREE_PRIORS = ("uniform", "birthdeath", "coalescence", "fossilization")   # the clock tree priors `mcmc` runs
 SAMPLED_CLOCKS = ("strict", "igr", "tk02")
 
 
 def refuse_clock(settings, command: str) -> None:
     """The refusal of what the clock sampler does not run yet: `mcmc` or `ss` on a clock tree other than one
-    strict, igr or tk02 clock under the uniform, birth-death or coalescent prior.
+    strict, igr or tk02 clock under the uniform, birth-death, coalescent or (strict clock, `mcmc` only)
+    fossilized birth-death prior (samplestrat=cluster there is MrBayes' error).
 
     Raises:
         NotImplementedYet: such a clock setting.
+        ModelError: clock:fossilization with samplestrat=cluster.
     """
     brlens = clock_setting(settings)
     if brlens is None:
@@ -228,3 +230,22 @@ def refuse_clock(settings, command: str) -> None:
         raise NotImplementedYet("%s with prset brlenspr=%s is not supported yet" % (command, brlens))
     if model.clock_var not in SAMPLED_CLOCKS:
         raise NotImplementedYet("%s with prset clockvarpr=%s is not supported yet" % (command, model.clock_var))
+    if model.tree_prior == "fossilization":
+        if command != "mcmc":
+            raise NotImplementedYet("%s with prset brlenspr=%s is not supported yet" % (command, brlens))
+        _refuse_fossilization(model)
+
+
+def _refuse_fossilization(model) -> None:
+    """MrBayes 3.2.7a stops at the first move under samplestrat=cluster (its words); the FBD moves
+    (mbgpu.clock.fbd_moves) do not carry relaxed-clock rates along.
+
+    Raises:
+        ModelError: samplestrat=cluster.
+        NotImplementedYet: a relaxed clock.
+    """
+    if model.sample_strat == "cluster":
+        raise ModelError("Sampling strategy Cluster for fossilized birth-death process not implemented")
+    if model.clock_var != "strict":
+        raise NotImplementedYet("mcmc with prset brlenspr=clock:fossilization and clockvarpr=%s is not supported "
+                                "yet" % model.clock_var)

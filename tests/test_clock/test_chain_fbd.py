@@ -203,7 +203,7 @@ def test_deleted_taxa_renumber_the_calibrations(tmp_path):
     from mbgpu.errors import NotImplementedYet
 
     shutil.copy(DATA, tmp_path / "primates.nex")
-    text = ("#NEXUS\nbegin mrbayes; execute primates.nex; %s; constraint apes = Homo_sapiens Pan Gorilla Pongo "
+    text = ("#NEXUS\nbegin mrbayes; execute primates.nex;\n%s; constraint apes = Homo_sapiens Pan Gorilla Pongo "
             "Hylobates; prset topologypr=constraints(apes); calibrate Lemur_catta=fixed(0.05) "
             "Saimiri_sciureus=uniform(0.2,0.3) apes=uniform(0.1,0.4); delete Homo_sapiens;\nend;\n" % FBD)
     view = analysis_settings(interp_for(text, tmp_path).settings)

@@ -6,17 +6,14 @@ checked through the whole run path."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
-from tests.helpers import interp_for
 from tests.test_clock.gen0 import SETUP
-from tests.test_clock.test_chain_gen0 import _file, _gen0, _trees_to_gen0
+from tests.test_clock.test_chain_gen0 import _file, _gen0, _run_both, _trees_to_gen0
 from tests.test_clock.test_chain_sampling import _check_means, _runs
-from tests.test_clock.trees import DATA, T1, T2
+from tests.test_clock.trees import T1, T2
 
 UNIFORM = "prset brlenspr=clock:uniform"
 EFF = re.compile(r"\[&B \w+ ([-+.0-9eE]+)\]")
@@ -35,15 +32,7 @@ GEN0 = {
 @pytest.mark.parametrize("case", sorted(GEN0))
 def test_gen0_row_and_tree_equal_mrbayes(case, mb_double, tmp_path, monkeypatch):
     text = _file(*GEN0[case])
-    for who in ("mb", "ours"):
-        (tmp_path / who).mkdir()
-        shutil.copy(DATA, tmp_path / who / "primates.nex")
-    (tmp_path / "mb" / "cmd.nex").write_text(text)
-    done = subprocess.run([str(mb_double), "cmd.nex"], cwd=tmp_path / "mb", capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stdout[-2000:]
-    monkeypatch.chdir(tmp_path / "ours")
-    interp_for(text, tmp_path / "ours", "cmd.nex")
+    _run_both(text, mb_double, tmp_path, monkeypatch)
     head, row = _gen0(tmp_path / "mb" / "x.p")
     our_head, our_row = _gen0(tmp_path / "ours" / "x.p")
     assert our_head == head

@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 
-import numpy as np
 import pytest
 
 from mbgpu.errors import ModelError
@@ -75,7 +74,6 @@ def test_random_start_with_tip_dates(clock, mb_double, tmp_path, monkeypatch):
     assert [our_row[i] for i in keep] == pytest.approx([row[i] for i in keep], rel=1e-6)
 
 
-
 def test_cluster_sampling_is_mrbayes_error(mb_double, tmp_path, monkeypatch):
     """samplestrat=cluster under the FBD prior: MrBayes stops at its first move with this sentence; mbgpu
     refuses the mcmc command with it."""
@@ -112,36 +110,11 @@ PRIOR = {
 }
 
 
-def _runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, data, matrix=DATA):
-    """Both programs' .p tables ({column: samples after 10% burn-in}) and .t files, as test_chain_sampling's
-    (`matrix`: the primates file to run on), but under
-    fossil-sampling shifts MrBayes' header has one name more than its rows (an empty name before
-    relative_fossilization_1..s+1): names go to the values in order, the last one left without."""
-    text = cs._file(commands, newick, ngen, data)
-    out = {}
-    for who in ("mb", "ours"):
-        folder = tmp_path / who
-        folder.mkdir()
-        shutil.copy(matrix, folder / "primates.nex")
-        if who == "mb":
-            (folder / "cmd.nex").write_text(text)
-            done = subprocess.run([str(mb_double), "cmd.nex"], cwd=folder, capture_output=True, text=True, timeout=600)
-            assert done.returncode == 0, done.stdout[-2000:]
-        else:
-            monkeypatch.chdir(folder)
-            interp_for(text, folder, "cmd.nex")
-        lines = (folder / "x.p").read_text().splitlines()[1:]
-        rows = np.array([[float(x) for x in ln.split("\t")] for ln in lines[1:]])
-        rows = rows[len(rows) // 10:]
-        out[who] = ({h: rows[:, i] for i, h in zip(range(rows.shape[1]), lines[0].split("\t"))}, folder / "x.t")
-    return out
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(PRIOR))
 def test_prior_sampling_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
     commands, newick, ngen, columns = PRIOR[case]
-    out = _runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, data=False)
+    out = cs._runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, data=False)
     cs._check_means(out, columns)
 
 
@@ -170,7 +143,7 @@ def test_posterior_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
     commands, newick, ngen, columns = POSTERIOR[case]
     matrix = tmp_path / "primates_lemur_n.nex"
     matrix.write_text(_without_data("Lemur_catta"))
-    out = _runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, data=True, matrix=matrix)
+    out = cs._runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, data=True, matrix=matrix)
     cs._check_means(out, columns)
     (mb, n), (ours, _) = (cs._clades(out[who][1]) for who in ("mb", "ours"))
     for clade in set(mb) | set(ours):

@@ -54,14 +54,16 @@ def _file(commands: str, newick: str, ngen: int, data: bool) -> str:
             "end;\n" % (newick, commands, ngen, ngen, "" if data else "data=no "))
 
 
-def _runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, data):
-    """Both programs' .p tables ({column: samples after 10% burn-in}) and .t files."""
+def _runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, data, matrix=DATA):
+    """Both programs' .p tables ({column: samples after 10% burn-in}) and .t files (`matrix`: the primates
+    file to run on). Under fossil-sampling shifts MrBayes' header has one name more than its rows (an empty
+    name before relative_fossilization_1..s+1): names go to the values in order, the last one left without."""
     text = _file(commands, newick, ngen, data)
     out = {}
     for who in ("mb", "ours"):
         folder = tmp_path / who
         folder.mkdir()
-        shutil.copy(DATA, folder / "primates.nex")
+        shutil.copy(matrix, folder / "primates.nex")
         if who == "mb":
             (folder / "cmd.nex").write_text(text)
             done = subprocess.run([str(mb_double), "cmd.nex"], cwd=folder, capture_output=True, text=True, timeout=600)
@@ -70,10 +72,9 @@ def _runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, data):
             monkeypatch.chdir(folder)
             interp_for(text, folder, "cmd.nex")
         lines = (folder / "x.p").read_text().splitlines()[1:]
-        head = lines[0].split("\t")
         rows = np.array([[float(x) for x in ln.split("\t")] for ln in lines[1:]])
         rows = rows[len(rows) // 10:]
-        out[who] = ({h: rows[:, i] for i, h in enumerate(head)}, folder / "x.t")
+        out[who] = ({h: rows[:, i] for i, h in zip(range(rows.shape[1]), lines[0].split("\t"))}, folder / "x.t")
     return out
 
 

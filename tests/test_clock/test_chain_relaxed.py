@@ -82,3 +82,27 @@ def test_posterior_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
     commands, newick, ngen, columns = POSTERIOR[case]
     _check_means(_with_effective_lengths(_runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, True)),
                  columns)
+
+
+@pytest.mark.gpu
+def test_gpu_run_equals_cpu_run(tmp_path, monkeypatch):
+    """An igr clock run on the GPU likelihood follows the CPU run: same seed, same states, LnL to 1e-6 at
+    every sample (the likelihood reads the effective branch lengths on both)."""
+    from tests.helpers import interp_for
+    from tests.test_clock.trees import DATA
+    import shutil
+
+    rows = {}
+    for backend in ("cpu", "gpu"):
+        folder = tmp_path / backend
+        folder.mkdir()
+        shutil.copy(DATA, folder / "primates.nex")
+        monkeypatch.chdir(folder)
+        interp_for("#NEXUS\nbegin mrbayes; set seed=9 swapseed=9 backend=%s; execute primates.nex;\n lset nst=2 "
+                   "rates=gamma; prset brlenspr=clock:birthdeath clockvarpr=igr clockratepr=lognormal(-2,1);\n"
+                   "mcmc ngen=400 samplefreq=50 printfreq=400 nruns=1 nchains=2 checkpoint=no filename=g;\nend;\n"
+                   % backend, folder, "g.nex")
+        rows[backend] = [[float(x) for x in ln.split("\t")] for ln in (folder / "g.p").read_text().splitlines()[2:]]
+    assert len(rows["cpu"]) == len(rows["gpu"]) == 9
+    for a, b in zip(rows["cpu"], rows["gpu"]):
+        assert b == pytest.approx(a, rel=1e-6, abs=1e-6)

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from tests.helpers import interp_for
-from tests.test_clock.trees import DATA, T1, TAXA
+from tests.test_clock.trees import DATA, T1, T4, TAXA
 
 APES = "taxset apes = Homo_sapiens Pan Gorilla Pongo Hylobates; constraint apes = apes;"
 MODELS = {
@@ -24,6 +24,8 @@ MODELS = {
     "calibrated_gtr": "%s lset nst=6 rates=invgamma; prset revmatpr=fixed(1,8,1,1,8,1) pinvarpr=fixed(0.3) "
                       "shapepr=fixed(0.6) statefreqpr=fixed(equal) brlenspr=clock:uniform topologypr=constraints(apes) "
                       "nodeagepr=calibrated; calibrate apes=uniform(0.1,0.4);" % APES,
+    "tip_dates": "lset nst=1; prset statefreqpr=fixed(equal) brlenspr=clock:uniform nodeagepr=calibrated "
+                 "clockratepr=fixed(1); calibrate Tarsius_syrichta=fixed(0.1) Lemur_catta=uniform(0.02,0.08);",
     "coalescence": "lset nst=2; prset tratiopr=fixed(8) statefreqpr=fixed(equal) brlenspr=clock:coalescence "
                    "popsizepr=fixed(0.3);",
 }
@@ -53,7 +55,7 @@ def test_state_after_moves_scores_as_mrbayes(model, backend, mb_double, tmp_path
     ours = tmp_path / "ours"
     ours.mkdir()
     shutil.copy(DATA, ours / "primates.nex")
-    start = "begin trees; tree t1 = [&R] %s\nend;\n" % T1
+    start = "begin trees; tree t1 = [&R] %s\nend;\n" % (T4 if "Tarsius" in MODELS[model] else T1)
     monkeypatch.chdir(ours)
     interp_for(_file("set backend=%s; %s startvals tau=t1 v=t1;" % (backend, MODELS[model]),
                      "mcmc ngen=300 samplefreq=100 printfreq=100 nruns=1 nchains=1 checkpoint=no filename=u;",

@@ -21,7 +21,7 @@ def build_chains(tmp_path, commands: str, nruns: int = 1, nchains: int = 2, seed
                  wrap=None):
     """(flat list of chains, params, settings) of `commands` followed by mcmcp; `wrap` may replace the
     backend choice (e.g. tests.test_core.packed_host.packed_choice)."""
-    text = "#NEXUS\nbegin mrbayes; %s mcmcp nruns=%d nchains=%d; end;\n" % (commands, nruns, nchains)
+    text = "#NEXUS\nbegin mrbayes; %s\n mcmcp nruns=%d nchains=%d; end;\n" % (commands, nruns, nchains)
     path = tmp_path / "build.nex"
     path.write_text(text)
     interp = Interpreter(Console(io.StringIO()))

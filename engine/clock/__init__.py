@@ -4,6 +4,7 @@ Priors: `distributions` (calibration / treeagepr / clockratepr densities with Mr
 `rooted` (the rooted-tree arrays: parent, node depths in substitution units, tips = ids below n_tips),
 `tree_priors` (uniform incl. calibrated sub-trees, birth-death, coalescent), `fossilized` (fossilized
 birth-death), `relaxed` (igr, tk02, cpp branch-rate priors), `special` (MrBayes' LnGamma, LnFactorial).
+Every kernel is compiled (numba.njit with mbgpu.jit.JIT_OPTIONS; `py_func` is its Python body).
 Moves, written for the compiled core (state changed in place, log proposal ratio returned): `tree_moves`
 (NodesliderClock, TreeStretch, depth bounds), `topology_moves` (ExtSprClock, NNIClock), `param_moves`
 (clock rate, tree-prior parameters), `fbd_moves` (AddBranch/DelBranch), `relaxed_moves` and `cpp_moves`

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from mbgpu.clock.distributions import ln_lognormal_pdf
@@ -20,6 +21,7 @@ from mbgpu.clock.relaxed_lengths import cpp_effective_lengths
 from mbgpu.clock.limits import CPPLAMBDA_MAX, CPPLAMBDA_MIN, CPPMULT_MAX, CPPMULT_MIN, POS_MIN
 from mbgpu.clock.relaxed_moves import LAMBDA, multiply
 from mbgpu.core import rng
+from mbgpu.jit import JIT_OPTIONS
 
 
 LAMBDA_CPP = LAMBDA                  # Multiplier(Lambda_cpp) tuning (0.191), autotune target 0.25
@@ -29,6 +31,7 @@ WEIGHT_DRAW_POSITION = 2.0           # Prior_draw_pos(CppEvents), no tuning
 WEIGHT_DRAW_MULTIPLIER = 2.0         # Prior_draw_mult(CppEvents), no tuning
 
 
+@numba.njit(**JIT_OPTIONS)
 def move_cpp_rate(s, old: float, tuning: float):
     """Multiplier(Lambda_cpp), Move_CPPRate: (new cppRate, log proposal ratio), reflected into
     [CPPLAMBDA_MIN, CPPLAMBDA_MAX]."""
@@ -46,11 +49,13 @@ def grow(positions: np.ndarray, multipliers: np.ndarray, n_events: np.ndarray):
     return wider_p, wider_m
 
 
+@numba.njit(**JIT_OPTIONS)
 def _lognormal_draw(s, sigma: float) -> float:
     """LogNormalRandomVariable(0, sigma)."""
     return math.exp(sigma * rng.normal(s))
 
 
+@numba.njit(**JIT_OPTIONS)
 def move_cpp_add_delete(s, parent, kids, depth, n_events, positions, multipliers, eff, sigma: float) -> float:
     """Add_delete(CppEvents), Move_AddDeleteCPPEvent: on a uniformly drawn non-root branch add an event
     (always when it has none, else with probability 1/2: position U(0,1), multiplier lognormal(0, sigma))
@@ -91,6 +96,7 @@ def move_cpp_add_delete(s, parent, kids, depth, n_events, positions, multipliers
     return math.log(k / length) + ln_q + (math.log(2.0) if k == 1 else 0.0)
 
 
+@numba.njit(**JIT_OPTIONS)
 def pick_event(s, n_events):
     """(node, index) of an event drawn uniformly among all events, or (-1, -1) when there is none."""
     total = 0
@@ -106,6 +112,7 @@ def pick_event(s, n_events):
     return -1, -1
 
 
+@numba.njit(**JIT_OPTIONS)
 def move_cpp_position(s, parent, kids, depth, n_events, positions, multipliers, eff) -> float:
     """Prior_draw_pos(CppEvents), Move_CPPEventPosition: a uniformly drawn event gets a new U(0,1) position
     on its branch (abort within POS_MIN of an end; -inf when there is no event); ratio 1."""
@@ -130,6 +137,7 @@ def move_cpp_position(s, parent, kids, depth, n_events, positions, multipliers, 
     return 0.0
 
 
+@numba.njit(**JIT_OPTIONS)
 def move_cpp_multiplier(s, parent, kids, depth, n_events, positions, multipliers, eff, sigma: float) -> float:
     """Prior_draw_mult(CppEvents), Move_CPPRateMultiplierRnd: a uniformly drawn event's multiplier redrawn
     from lognormal(0, sigma) within [CPPMULT_MIN, CPPMULT_MAX]; ratio q(old)/q(new)."""

@@ -11,7 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
+
 from mbgpu.clock.special import cdf_normal, ln_gamma
+from mbgpu.jit import JIT_OPTIONS
 
 NEG_INFINITY = -1000000.0               # MrBayes' NEG_INFINITY (bayes.h): a fixed value missed
 
@@ -32,6 +35,7 @@ OFFSETGAMMA_MIN_MEAN_SD = 11      # LnPriorProbOffsetGamma_Param_Offset_Mean_Sd
 _HALF_LN_2PI_ARG = math.sqrt(2.0 * math.pi)
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_density(kind: int, p0: float, p1: float, p2: float, x: float) -> float:
     """log density of x under the distribution `kind` with parameters (p0, p1, p2), as MrBayes computes
     it (no range checks: MrBayes' moves keep values inside; `uniform` is -log(max - min) anywhere)."""
@@ -68,17 +72,20 @@ def ln_density(kind: int, p0: float, p1: float, p2: float, x: float) -> float:
     raise ValueError("unknown distribution kind")
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_gamma_pdf(alpha: float, beta: float, x: float) -> float:
     """Gamma(shape alpha, rate beta) log density with MrBayes' LnGamma (LnProbGamma)."""
     return (alpha - 1.0) * math.log(x) + alpha * math.log(beta) - beta * x - ln_gamma(alpha)
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_lognormal_pdf(mu: float, sigma: float, x: float) -> float:
     """Lognormal log density, (mu, sigma) of log x (LnProbLogNormal)."""
     z = (math.log(x) - mu) / sigma
     return -math.log(sigma * x * _HALF_LN_2PI_ARG) - z * z / 2.0
 
 
+@numba.njit(**JIT_OPTIONS)
 def _ln_lognormal_mean_sd(mean: float, sd: float, x: float) -> float:
     """Lognormal log density of mean and sd on the natural scale (MrBayes' `_Param_Mean_Sd`)."""
     sd_log = math.sqrt(math.log((sd * sd) / (mean * mean) + 1.0))

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import math
 
+import numba
+
 from mbgpu.clock.distributions import FIXED
 from mbgpu.clock.limits import BRLENS_MIN, TREEHEIGHT_MAX
 from mbgpu.core import rng
+from mbgpu.jit import JIT_OPTIONS
 
 ADD_BRANCH_WEIGHT = 15.0                 # MrBayes' relative weights (clocks.md §4); no tuning, no autotune
 DEL_BRANCH_WEIGHT = 15.0
 
 
+@numba.njit(**JIT_OPTIONS)
 def fossil_counts(parent, depth, n_tips):
     """(sampled ancestors, fossil tips): tips deeper than 0 on a zero-length / positive-length branch."""
     n_ancestors = n_fossil_tips = 0
@@ -33,6 +37,7 @@ def fossil_counts(parent, depth, n_tips):
     return n_ancestors, n_fossil_tips
 
 
+@numba.njit(**JIT_OPTIONS)
 def _nth_fossil(parent, depth, n_tips, ancestor, j):
     """The j-th (from 0, in id order) sampled ancestor (`ancestor`) or fossil tip."""
     for v in range(n_tips):
@@ -43,6 +48,7 @@ def _nth_fossil(parent, depth, n_tips, ancestor, j):
     return -1
 
 
+@numba.njit(**JIT_OPTIONS)
 def _depth_window(p, q, parent, depth, clock_rate, cal_kind, cal_min, cal_max, age_kind, age_min, age_max):
     """(lowest, highest) depth of q above fossil p as MrBayes bounds it: p's depth + BRLENS_MIN up to q's
     parent's depth - BRLENS_MIN (TREEHEIGHT_MAX at the root), cut at q's calibration maximum (the tree-age
@@ -64,6 +70,7 @@ def _depth_window(p, q, parent, depth, clock_rate, cal_kind, cal_min, cal_max, a
     return lo, hi
 
 
+@numba.njit(**JIT_OPTIONS)
 def add_branch(s, parent, kids, depth, n_tips, clock_rate, cal_kind, cal_min, cal_max,
                age_kind, age_min, age_max) -> float:
     """AddBranch(V) (Move_AddBranch): pick one of the k sampled ancestors p uniformly and raise its parent
@@ -82,6 +89,7 @@ def add_branch(s, parent, kids, depth, n_tips, clock_rate, cal_kind, cal_min, ca
     return math.log(n_ancestors) - math.log(n_fossil_tips + 1) + math.log((hi - lo) / clock_rate)
 
 
+@numba.njit(**JIT_OPTIONS)
 def del_branch(s, parent, kids, depth, n_tips, clock_rate, cal_kind, cal_min, cal_max,
                age_kind, age_min, age_max) -> float:
     """DelBranch(V) (Move_DelBranch): pick one of the m fossil tips p uniformly and lower its parent node q

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from mbgpu.clock.rooted import root_of
 from mbgpu.clock.topology_moves import _sister, _spr_prunable, spr_from
 from mbgpu.clock.tree_moves import is_sampled_ancestor
 from mbgpu.core import rng
+from mbgpu.jit import JIT_OPTIONS
 
 EXTFOSSILSPR_P_EXT, EXTFOSSILSPR_WEIGHT = 0.5, 0.0       # not autotuned; off unless propset
 
 
+@numba.njit(**JIT_OPTIONS)
 def fossil_subtrees(parent, n_tips, max_depth) -> np.ndarray:
     """bool per node: every tip below it is dated (MrBayes' p->x of Move_ExtFossilSPRClock)."""
     only = np.ones(parent.shape[0], dtype=np.bool_)
@@ -34,6 +37,7 @@ def fossil_subtrees(parent, n_tips, max_depth) -> np.ndarray:
     return only
 
 
+@numba.njit(**JIT_OPTIONS)
 def _count_unmovable(parent, kids, depth, n_tips, locked, only, root) -> int:
     """MrBayes' numMovableNodes: non-root nodes whose parent is locked or the root, whose sister is a
     sampled ancestor, or that are not fossil subtrees."""
@@ -48,6 +52,7 @@ def _count_unmovable(parent, kids, depth, n_tips, locked, only, root) -> int:
     return n
 
 
+@numba.njit(**JIT_OPTIONS)
 def ext_fossil_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext) -> float:
     """ExtFossilSprClock: v uniform among ExtSprClock's prunable nodes that are fossil subtrees, moved as
     ExtSprClock moves it (topology_moves.spr_from); log ratio = spr_from's + log(n_old // n_new) of

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from mbgpu.clock.limits import BRLENS_MIN    # slice-time tolerances
 from mbgpu.clock.rooted import branch_lengths, children, root_of
 from mbgpu.clock.tree_priors import DIVERSITY, FOSSILTIP, RANDOM, tree_age_term
+from mbgpu.jit import JIT_OPTIONS
 
 
+@numba.njit(**JIT_OPTIONS)
 def _slice_of(t, t_f, sl) -> int:
     """Slice_i: the interval index i with t_f[i] <= t (tolerance BRLENS_MIN/5), sl when none."""
     i = 0
@@ -29,6 +32,7 @@ def _slice_of(t, t_f, sl) -> int:
     return i
 
 
+@numba.njit(**JIT_OPTIONS)
 def _ln_q(t, t_f, sl, c1, c2) -> float:
     """LnQi_fossil."""
     i = _slice_of(t, t_f, sl)
@@ -36,6 +40,7 @@ def _ln_q(t, t_f, sl, c1, c2) -> float:
     return math.log(4.0) + c1[i] * (t_f[i] - t) - 2.0 * math.log(1 + c2[i] + (1 - c2[i]) * e)
 
 
+@numba.njit(**JIT_OPTIONS)
 def _ln_pi(t, t_f, sl, c1, c2, lam, mu, psi) -> float:
     """LnPi_fossil: no sampled descendants."""
     i = _slice_of(t, t_f, sl)
@@ -44,6 +49,7 @@ def _ln_pi(t, t_f, sl, c1, c2, lam, mu, psi) -> float:
     return math.log(other) - math.log(2 * lam[i])
 
 
+@numba.njit(**JIT_OPTIONS)
 def _slices(t_f, tmrca, lam, mu, psi, rho):
     """c1, c2 and p_t of every slice, oldest first (the loop of LnFossilizedBDPriorRandom)."""
     sl = t_f.shape[0] - 1
@@ -58,6 +64,7 @@ def _slices(t_f, tmrca, lam, mu, psi, rho):
     return c1, c2, p_t
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_fossilized_bd(parent, depth, n_tips, clock_rate, net_speciation, relative_extinction,
                      fossilization, sample_prob, strategy, age_kind, age_p, root_dated,
                      shift_times=np.zeros(0)) -> float:
@@ -111,6 +118,7 @@ def ln_fossilized_bd(parent, depth, n_tips, clock_rate, net_speciation, relative
     return ln_p + tree_age_term(tmrca, root_dated, age_kind, age_p)
 
 
+@numba.njit(**JIT_OPTIONS)
 def _intervals(depth, length, kids, n_tips, clock_rate, tmrca, net_speciation, relative_extinction,
                fossilization, sample_prob, strategy, shift_times):
     """Slice times t_f (shift times, diversity's cut, 0) and each slice's λ, μ, ψ, ρ (ρ = 1e-20 at shift
@@ -134,6 +142,7 @@ def _intervals(depth, length, kids, n_tips, clock_rate, tmrca, net_speciation, r
     return t_f, lam, mu, psi, rho
 
 
+@numba.njit(**JIT_OPTIONS)
 def _ln_sampled_ancestor(d, x, t_f, sl, clock_rate, psi, rho) -> float:
     """A fossil ancestor: ln ψ of its slice, or ln ρ_j - ln(1 - ρ_j) when it sits on slice time t_j."""
     for j in range(sl):
@@ -142,6 +151,7 @@ def _ln_sampled_ancestor(d, x, t_f, sl, clock_rate, psi, rho) -> float:
     return math.log(psi[_slice_of(x, t_f, sl)])
 
 
+@numba.njit(**JIT_OPTIONS)
 def _ln_fossil_tip(d, x, t_f, sl, clock_rate, c1, c2, lam, mu, psi, rho, p_t) -> float:
     """A fossil tip: ln p(y) - ln q(y) + ln ψ, or ln p_{j+1} + ln ρ_j on slice time t_j."""
     for j in range(sl):
@@ -151,6 +161,7 @@ def _ln_fossil_tip(d, x, t_f, sl, clock_rate, c1, c2, lam, mu, psi, rho, p_t) ->
             + math.log(psi[_slice_of(x, t_f, sl)]))
 
 
+@numba.njit(**JIT_OPTIONS)
 def _diversity_cut(depth, length, kids, n_tips, clock_rate, tmrca) -> float:
     """x_cut of LnFossilizedBDPriorDiversity: the youngest fossil tip or bifurcation (time units)."""
     x_cut = tmrca
@@ -162,12 +173,14 @@ def _diversity_cut(depth, length, kids, n_tips, clock_rate, tmrca) -> float:
     return x_cut
 
 
+@numba.njit(**JIT_OPTIONS)
 def _ln_p1_fossil(t, rho, c1, c2) -> float:
     """LnP1_fossil: one sampled extant descendant, no sampled extinct one."""
     other = 2.0 * (1 - c2 * c2) * math.exp(-c1 * t) + (1 - c2) ** 2 * math.exp(-2 * c1 * t) + (1 + c2) ** 2
     return math.log(4.0) + math.log(rho) - c1 * t - math.log(other)
 
 
+@numba.njit(**JIT_OPTIONS)
 def _fossil_tip(parent, depth, n_tips, clock_rate, sr, er, fr, rho, age_kind, age_p, root_dated) -> float:
     """LnFossilizedBDPriorFossilTip: sampled lineages die (no sampled ancestors)."""
     lam = sr / (1.0 - er)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 
+import numba
 
 from mbgpu.clock.limits import BRLENS_MAX, BRLENS_MIN, POS_INFINITY, POS_MIN, TIME_MIN
 from mbgpu.core import rng
 from mbgpu.core.branch_moves import reflect
+from mbgpu.jit import JIT_OPTIONS
 
 
 # MrBayes' default tuning, autotune target and relative weight (clocks.md §4; showmoves of mb-double prints
@@ -34,6 +36,7 @@ FOSSILIZATION_MIN, FOSSILIZATION_MAX = 0.00001, 1.0
 POPSIZE_MIN, POPSIZE_MAX = 0.00001, 10000000.0                # popsizepr other than uniform (uniform: its bounds)
 
 
+@numba.njit(**JIT_OPTIONS)
 def multiply(s, x, lam, lo, hi):
     """(new value, log proposal ratio) of MrBayes' multiplier (Move_PosRealMultiplier, Move_Speciation_M):
     x·exp(λ(u-½)), reflected into [lo, hi] as lo²/x or hi²/x; the ratio is log(new/old)."""
@@ -41,6 +44,7 @@ def multiply(s, x, lam, lo, hi):
     return new, math.log(new / x)
 
 
+@numba.njit(**JIT_OPTIONS)
 def slide(s, x, delta, lo, hi):
     """MrBayes' sliding window (Move_Extinction, Move_Fossilization): x + δ(u-½) with δ at most hi-lo,
     reflected into [lo, hi] as 2lo-x or 2hi-x; symmetric, so its log proposal ratio is 0."""
@@ -55,6 +59,7 @@ def slide(s, x, delta, lo, hi):
     return new
 
 
+@numba.njit(**JIT_OPTIONS)
 def clock_rate_multiplier(s, clock_rate, parent, depth, lam, n_events) -> float:
     """Multiplier(Clockrate) (Move_ClockRate_M): the clock rate (clock_rate[0]) by a multiplier and every
     node depth (substitution units) by the same factor, so node ages (depth / rate) and calibrations stay.
@@ -83,6 +88,7 @@ def clock_rate_multiplier(s, clock_rate, parent, depth, lam, n_events) -> float:
     return ln_ratio + events * math.log(factor)
 
 
+@numba.njit(**JIT_OPTIONS)
 def speciation_multiplier(s, values, lam, lo, hi) -> float:
     """Multiplier(Net_speciation) (Move_Speciation_M): one value (picked uniformly) by a multiplier,
     reflected into [lo, hi] = the uniform prior's bounds or (SPECIATION_MIN, SPECIATION_MAX)."""
@@ -92,6 +98,7 @@ def speciation_multiplier(s, values, lam, lo, hi) -> float:
     return ln_ratio
 
 
+@numba.njit(**JIT_OPTIONS)
 def extinction_slider(s, values, delta) -> float:
     """Slider(Relative_extinction) (Move_Extinction): one value by a sliding window in [0, 0.99999]."""
     k = rng.randint(s, values.shape[0])
@@ -99,6 +106,7 @@ def extinction_slider(s, values, delta) -> float:
     return 0.0
 
 
+@numba.njit(**JIT_OPTIONS)
 def fossilization_slider(s, values, delta) -> float:
     """Slider(Relative_fossilization) (Move_Fossilization): one value (one per fossil-sampling interval
     under rate shifts, picked uniformly) by a sliding window in [0.00001, 1]."""
@@ -107,6 +115,7 @@ def fossilization_slider(s, values, delta) -> float:
     return 0.0
 
 
+@numba.njit(**JIT_OPTIONS)
 def popsize_multiplier(s, values, lam, lo, hi) -> float:
     """Multiplier(Popsize) (Move_PopSize_M): one value by exp(λ(u-½)), but reflected additively (2lo-x,
     2hi-x) as MrBayes does here, with the multiplier's ratio log(new/old); [lo, hi] = the uniform prior's

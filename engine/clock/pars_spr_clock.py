@@ -22,13 +22,13 @@ ParsSPRClock acceptance rate under the prior matches this version's, not that on
 (tests/test_clock/test_pars_spr_clock.py). Relaxed clocks (MrBayes also moves CPP events and
 IGR/TK02 effective lengths here) and sampled ancestors are not handled.
 
-Numba: plain loops over arrays calling the compiled kernels of mbgpu.core.pars_spr; compile the module's
-functions over globals bound to dispatchers (as the tests do).
+Compiled (numba, nopython) like the kernels of mbgpu.core.pars_spr it calls.
 """
 from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from mbgpu.clock.limits import BRLENS_MIN, TIME_MIN
@@ -37,6 +37,7 @@ from mbgpu.clock.topology_moves import _replace_child
 from mbgpu.core.pars_spr import (_add_costs_float, _add_costs_int, _down, _final, _load_weights,
                                  _meets, _part_shape, _plane_spans, _weight_scratch)
 from mbgpu.core.rng import randint, uniform
+from mbgpu.jit import JIT_OPTIONS
 
 # MrBayes' defaults (model.c, showmoves): the only tuning parameter is warp = 0.1 (propset refuses r and
 # v_t here), not autotuned; relative weight 8 (docs/plans/clocks.md §4)
@@ -44,6 +45,7 @@ PARSSPRCLOCK_WARP = 0.1
 PARSSPRCLOCK_WEIGHT = 8.0
 
 
+@numba.njit(**JIT_OPTIONS)
 def _pickable(v, parent, depth, kids, locked, root) -> bool:
     """v can be pruned: its parent u is not the root nor locked, and none of v's, u's and v's sister's
     branches is shorter than TIME_MIN (MrBayes' test for a sampled ancestor)."""
@@ -57,6 +59,7 @@ def _pickable(v, parent, depth, kids, locked, root) -> bool:
             and depth[parent[u]] - depth[u] >= TIME_MIN)
 
 
+@numba.njit(**JIT_OPTIONS)
 def _draw_pruned(s, parent, depth, kids, locked, root) -> int:
     """A uniform prunable node (MrBayes redraws until one fits: the same distribution), -1 if none."""
     n_ok = 0
@@ -73,6 +76,7 @@ def _draw_pruned(s, parent, depth, kids, locked, root) -> int:
     return -1
 
 
+@numba.njit(**JIT_OPTIONS)
 def _rest_order(rkids, root, order) -> int:
     """Preorder of R (children rkids) from the root into order; returns its size."""
     order[0] = root
@@ -87,6 +91,7 @@ def _rest_order(rkids, root, order) -> int:
     return end
 
 
+@numba.njit(**JIT_OPTIONS)
 def _mark(marked, order, n_r, rpar, a, b, root, depth, v, locked, rkids) -> None:
     """MrBayes' candidate marks: a; b and down until a locked node or the root, whose two children;
     then up through marked, unlocked parents older than v + BRLENS_MIN (order: R's preorder)."""
@@ -105,6 +110,7 @@ def _mark(marked, order, n_r, rpar, a, b, root, depth, v, locked, rkids) -> None
             marked[y] = True
 
 
+@numba.njit(**JIT_OPTIONS)
 def _fitch(sets, meets, order, n_r, s_order, n_s, rpar, rkids, kids, sub, n_tips, tip_planes, info, i, fe, fs):
     """Partition i (one span of all its words): downpass sets of R (rooted at order[0]) and of sub's
     subtree (s_order: its preorder), R's final sets, and meets[x] = the patterns where x's final set
@@ -131,6 +137,7 @@ def _fitch(sets, meets, order, n_r, s_order, n_s, rpar, rkids, kids, sub, n_tips
             _meets(sets, meets, x, sub, k, nw, nw, woff)
 
 
+@numba.njit(**JIT_OPTIONS)
 def _n_sites(info, base_w, i) -> float:
     """Partition i's number of sites (MrBayes' numUncompressedChars): the sum of its pattern weights."""
     total = 0.0
@@ -139,6 +146,7 @@ def _n_sites(info, base_w, i) -> float:
     return total
 
 
+@numba.njit(**JIT_OPTIONS)
 def _costs(cost, order, n_r, s_order, n_s, rpar, rkids, kids, sub, n_tips, warp, fixed_w, tip_planes, info,
            part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise):
     """cost[j] of candidate (rpar[order[j]], order[j]) for j = 1 .. n_r - 1: over partitions, L times
@@ -178,6 +186,7 @@ def _costs(cost, order, n_r, s_order, n_s, rpar, rkids, kids, sub, n_tips, warp,
             cost[j] += -warp * math.log(1.0 / k - math.exp(-k / (k - 1.0) * v_approx) / k) * length[j]
 
 
+@numba.njit(**JIT_OPTIONS)
 def _choose(s, cost, order, n_r, marked, a):
     """(position of c, log P(back) - log P(forth)): c drawn among the marked candidates but a with
     weights exp(min - cost) (MrBayes' sums; each is at least 1, so no under/overflow)."""
@@ -213,6 +222,7 @@ def _choose(s, cost, order, n_r, marked, a):
     return jc, log_r + lo2 - cost[ja] - math.log(total2)
 
 
+@numba.njit(**JIT_OPTIONS)
 def pars_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, warp, tip_planes, info,
                    part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise, threads):
     """ParsSPRClock (Move_ParsSPRClock) in place; returns the log proposal ratio, -inf where MrBayes

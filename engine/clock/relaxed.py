@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import math
 
+import numba
+
 from mbgpu.clock.distributions import ln_gamma_pdf, ln_lognormal_pdf
 from mbgpu.clock.rooted import branch_lengths, root_of
+from mbgpu.jit import JIT_OPTIONS
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_tk02_lognormal(mean: float, var: float, x: float) -> float:
     """LnProbTK02LogNormal: lognormal density of x with mean `mean` and variance `var` of x itself
     (σ² = ln(1 + var/mean²), μ = ln mean - σ²/2)."""
@@ -19,6 +23,7 @@ def ln_tk02_lognormal(mean: float, var: float, x: float) -> float:
     return ln_lognormal_pdf(math.log(mean) - sigma * sigma / 2.0, sigma, x)
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_igr_rates(parent, depth, rates, igrvar: float) -> float:
     """Σ over branches of positive length of Gamma(shape = rate = l/igrvar) log density of the branch
     rate, l the branch length (substitution units): the IgrBrlens term."""
@@ -31,6 +36,7 @@ def ln_igr_rates(parent, depth, rates, igrvar: float) -> float:
     return total
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_tk02_rates(parent, depth, rates, nu: float) -> float:
     """Σ over branches of positive length of LnProbTK02LogNormal(parent's rate, ν l, node's rate): the
     TK02Brlens term (the root's rate is the chain's, 1 in MrBayes)."""
@@ -43,6 +49,7 @@ def ln_tk02_rates(parent, depth, rates, nu: float) -> float:
     return total
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_cpp_events(parent, depth, n_events, multipliers, cpp_rate: float, sigma: float) -> float:
     """The CppEvents term: -λ TL + N ln λ + Σ over events of lognormal(0, σ) log density of the rate
     multiplier; TL = tree length in substitution units, N = Σ n_events, `multipliers[v, :n_events[v]]`

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from mbgpu.clock.limits import RELBRLENS_MAX, RELBRLENS_MIN
+from mbgpu.jit import JIT_OPTIONS
 
 
+@numba.njit(**JIT_OPTIONS)
 def branch_lengths_of(parent, depth, out) -> None:
     """out[v] = the branch length above v (0 at the root): the `old_length` a tree move records before it
     changes depths, for cpp_length_jacobian."""
@@ -30,12 +33,14 @@ def branch_lengths_of(parent, depth, out) -> None:
         out[v] = depth[parent[v]] - depth[v] if parent[v] >= 0 else 0.0
 
 
+@numba.njit(**JIT_OPTIONS)
 def igr_effective_lengths(parent, depth, rates, eff) -> None:
     """eff[v] = rates[v] x the branch length above v (UpdateIgrBrachLengths); 0 at the root."""
     for v in range(parent.shape[0]):
         eff[v] = rates[v] * (depth[parent[v]] - depth[v]) if parent[v] >= 0 else 0.0
 
 
+@numba.njit(**JIT_OPTIONS)
 def tk02_effective_lengths(parent, depth, rates, eff) -> None:
     """eff[v] = branch length x (rates[v] + rates[parent]) / 2 (UpdateTK02EvolLengths); 0 at the root."""
     for v in range(parent.shape[0]):
@@ -43,6 +48,7 @@ def tk02_effective_lengths(parent, depth, rates, eff) -> None:
         eff[v] = (depth[p] - depth[v]) * (rates[v] + rates[p]) / 2.0 if p >= 0 else 0.0
 
 
+@numba.njit(**JIT_OPTIONS)
 def cpp_branch_factor(positions, multipliers, v: int, k: int) -> float:
     """The mean rate along the branch above v relative to the rate at its bottom (UpdateCppEvolLength):
     the piece between positions i-1 and i runs at the product of multipliers i.. k-1 (0 = top)."""
@@ -55,6 +61,7 @@ def cpp_branch_factor(positions, multipliers, v: int, k: int) -> float:
     return x + 1.0 - positions[v, k - 1]
 
 
+@numba.njit(**JIT_OPTIONS)
 def cpp_effective_lengths(parent, kids, depth, n_events, positions, multipliers, eff) -> None:
     """eff[v] = length x the rate at the bottom of v's branch (product of all multipliers above the root
     on the path) x cpp_branch_factor (UpdateCppEvolLengths over the whole tree); 0 at the root."""
@@ -82,6 +89,7 @@ def cpp_effective_lengths(parent, kids, depth, n_events, positions, multipliers,
                 top += 1
 
 
+@numba.njit(**JIT_OPTIONS)
 def lengths_in_bounds(parent, depth, eff, nodes) -> bool:
     """Whether every listed node with a branch of positive length has its effective length in
     [RELBRLENS_MIN, RELBRLENS_MAX] (the abort test of the igr / tk02 blocks)."""
@@ -93,6 +101,7 @@ def lengths_in_bounds(parent, depth, eff, nodes) -> bool:
     return True
 
 
+@numba.njit(**JIT_OPTIONS)
 def igr_after_tree_change(parent, depth, rates, eff, nodes) -> float:
     """Recompute the igr effective lengths after a tree move; 0, or -inf if a listed node's left the
     bounds (the caller's move aborts)."""
@@ -100,6 +109,7 @@ def igr_after_tree_change(parent, depth, rates, eff, nodes) -> float:
     return 0.0 if lengths_in_bounds(parent, depth, eff, nodes) else -math.inf
 
 
+@numba.njit(**JIT_OPTIONS)
 def tk02_after_tree_change(parent, depth, rates, eff, nodes) -> float:
     """Recompute the tk02 effective lengths after a tree move; 0, or -inf if a listed node's left the
     bounds (the caller's move aborts)."""
@@ -107,6 +117,7 @@ def tk02_after_tree_change(parent, depth, rates, eff, nodes) -> float:
     return 0.0 if lengths_in_bounds(parent, depth, eff, nodes) else -math.inf
 
 
+@numba.njit(**JIT_OPTIONS)
 def cpp_length_jacobian(old_length, parent, depth, n_events, nodes) -> float:
     """Σ over the listed nodes of n_events[v] ln(new length / old length): the events keep their relative
     positions, so their absolute positions stretch with the branch (the CPP proposal term of the tree
@@ -119,6 +130,7 @@ def cpp_length_jacobian(old_length, parent, depth, n_events, nodes) -> float:
     return total
 
 
+@numba.njit(**JIT_OPTIONS)
 def cpp_after_tree_change(old_length, parent, kids, depth, n_events, positions, multipliers, eff, nodes) -> float:
     """Recompute the CPP effective lengths after a tree move and return cpp_length_jacobian (listed nodes
     as in the module docstring)."""
@@ -126,6 +138,7 @@ def cpp_after_tree_change(old_length, parent, kids, depth, n_events, positions, 
     return cpp_length_jacobian(old_length, parent, depth, n_events, nodes)
 
 
+@numba.njit(**JIT_OPTIONS)
 def cpp_merge(a: int, u: int, n_events, positions, multipliers, len_a: float, len_u: float) -> bool:
     """ExtSPRClock's prune: a's branch (len_a) and its parent u's below it (len_u) become one branch above
     a; u's events follow a's, all at the same absolute places; u keeps none. False if a's row is full."""
@@ -142,6 +155,7 @@ def cpp_merge(a: int, u: int, n_events, positions, multipliers, len_a: float, le
     return True
 
 
+@numba.njit(**JIT_OPTIONS)
 def cpp_split(a: int, u: int, n_events, positions, multipliers, len_a: float, len_u: float) -> bool:
     """ExtSPRClock's regraft: u is inserted on the branch above a (length len_a + len_u before), a keeping
     the top len_a; the events above relative position len_a / (len_a + len_u) stay with a, the others go to

@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import math
 
+import numba
+
 from mbgpu.clock.limits import RATE_MAX, RATE_MIN, RELBRLENS_MAX, RELBRLENS_MIN, TIME_MIN
 from mbgpu.core import rng
 from mbgpu.core.branch_moves import reflect      # MrBayes' multiplier reflection (lo²/x, hi²/x)
+from mbgpu.jit import JIT_OPTIONS
 
 
 LAMBDA = 2.0 * math.log(1.1)         # default multiplier tuning of all four moves (showmoves: 0.191)
@@ -26,12 +29,14 @@ WEIGHT_TK02VAR = 2.0                 # Multiplier(TK02var)
 WEIGHT_TK02_BRLENS = 15.0            # Multiplier(TK02Brlens)
 
 
+@numba.njit(**JIT_OPTIONS)
 def var_bounds(floor: float, ceiling: float, uniform_lo: float, uniform_hi: float):
     """Reflection bounds of igrvar / tk02var: (floor, ceiling) = (IGRVAR_MIN, IGRVAR_MAX) or the TK02 ones,
     narrowed to a uniform prior's (lo, hi) as Move_IgrVar / Move_Nu do; pass (0, inf) for other priors."""
     return max(floor, uniform_lo), min(ceiling, uniform_hi)
 
 
+@numba.njit(**JIT_OPTIONS)
 def multiply(s, old: float, tuning: float, lo: float, hi: float):
     """(new, log proposal ratio) of old x exp((1/2 - u) tuning) reflected into [lo, hi] (Move_IgrVar,
     Move_Nu, Move_CPPRate draw it this way round)."""
@@ -39,16 +44,19 @@ def multiply(s, old: float, tuning: float, lo: float, hi: float):
     return new, math.log(new / old)
 
 
+@numba.njit(**JIT_OPTIONS)
 def move_igrvar(s, old: float, tuning: float, lo: float, hi: float):
     """Multiplier(Igrvar), Move_IgrVar: (new igrvar, log proposal ratio); [lo, hi] from var_bounds."""
     return multiply(s, old, tuning, lo, hi)
 
 
+@numba.njit(**JIT_OPTIONS)
 def move_tk02var(s, old: float, tuning: float, lo: float, hi: float):
     """Multiplier(TK02var), Move_Nu: (new tk02var, log proposal ratio); [lo, hi] from var_bounds."""
     return multiply(s, old, tuning, lo, hi)
 
 
+@numba.njit(**JIT_OPTIONS)
 def pick_timed_branch(s, parent, depth) -> int:
     """A node drawn uniformly among the non-root nodes, redrawn while its branch is shorter than TIME_MIN
     (MrBayes' allDownPass[0 .. nNodes-3] draw of Move_IgrBranchRate / Move_TK02BranchRate)."""
@@ -64,10 +72,12 @@ def pick_timed_branch(s, parent, depth) -> int:
             return v
 
 
+@numba.njit(**JIT_OPTIONS)
 def _in_bounds(x: float) -> bool:
     return RELBRLENS_MIN <= x <= RELBRLENS_MAX
 
 
+@numba.njit(**JIT_OPTIONS)
 def move_igr_branch_rate(s, parent, depth, rates, eff, tuning: float) -> float:
     """Multiplier(IgrBrlens), Move_IgrBranchRate: one branch rate times exp((1/2 - u) tuning), reflected
     into [RATE_MIN, RATE_MAX]; -inf if its effective length leaves [RELBRLENS_MIN, RELBRLENS_MAX]."""
@@ -81,6 +91,7 @@ def move_igr_branch_rate(s, parent, depth, rates, eff, tuning: float) -> float:
     return math.log(new / old)
 
 
+@numba.njit(**JIT_OPTIONS)
 def move_tk02_branch_rate(s, parent, kids, depth, rates, eff, tuning: float) -> float:
     """Multiplier(TK02Brlens), Move_TK02BranchRate: one non-root node rate times exp((1/2 - u) tuning),
     reflected into [RATE_MIN, RATE_MAX]; updates the effective lengths of its branch and of its children's

@@ -5,11 +5,14 @@ compiled core's ChainTrees (engine/core/trees.py), whose rooted trees add one de
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 
+from mbgpu.jit import JIT_OPTIONS
 from mbgpu.tree import Tree
 
 
+@numba.njit(**JIT_OPTIONS)
 def children(parent: np.ndarray) -> np.ndarray:
     """kids int64[N, 2]: each node's two children in increasing id order, -1 for a tip."""
     kids = np.full((parent.shape[0], 2), -1, dtype=np.int64)
@@ -24,6 +27,7 @@ def children(parent: np.ndarray) -> np.ndarray:
     return kids
 
 
+@numba.njit(**JIT_OPTIONS)
 def written_children(parent: np.ndarray, n_tips: int, tip_rank: np.ndarray) -> np.ndarray:
     """kids int64[N, 2] with each node's children ordered by the smallest `tip_rank` below them: given the
     tips' positions in a written Newick tree, the order it was written in (MrBayes' left, right)."""
@@ -37,6 +41,7 @@ def written_children(parent: np.ndarray, n_tips: int, tip_rank: np.ndarray) -> n
     return kids
 
 
+@numba.njit(**JIT_OPTIONS)
 def root_of(parent: np.ndarray) -> int:
     """The node whose parent is -1."""
     for v in range(parent.shape[0]):
@@ -45,6 +50,7 @@ def root_of(parent: np.ndarray) -> int:
     raise AssertionError("no root")
 
 
+@numba.njit(**JIT_OPTIONS)
 def internal_postorder(parent: np.ndarray, n_tips: int) -> np.ndarray:
     """Internal nodes, children before parents, the root last (MrBayes' intDownPass order of use)."""
     kids = children(parent)
@@ -83,6 +89,7 @@ def depths_of(tree: Tree, dated_tips=()) -> np.ndarray:
     return depth
 
 
+@numba.njit(**JIT_OPTIONS)
 def branch_lengths(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
     """Branch length above each node (parent depth - depth; 0 at the root), substitution units."""
     out = np.zeros(parent.shape[0])

@@ -1,14 +1,19 @@
 """MrBayes 3.2.7a's own special functions (utils.c), reproduced so clock priors match it digit for digit.
 
 MrBayes' LnGamma is Pike & Hill's series (10 decimals), not the C library's lgamma; LnFactorial sums logs.
-Plain scalar code: numba can compile it as it is. This is the project's one LnGamma: mbgpu.models.discrete_gamma
-compiles this function for the +G rates rather than keeping a copy.
+Compiled (numba). This is the project's one LnGamma: mbgpu.models.discrete_gamma calls it for the +G rates
+rather than keeping a copy.
 """
 from __future__ import annotations
 
 import math
 
+import numba
 
+from mbgpu.jit import JIT_OPTIONS
+
+
+@numba.njit(**JIT_OPTIONS)
 def ln_gamma(alp: float) -> float:
     """log Gamma(alp) as MrBayes' LnGamma computes it (shift to >= 7, then Stirling's series)."""
     x = alp
@@ -28,6 +33,7 @@ def ln_gamma(alp: float) -> float:
                + 0.083333333333333) / x)
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_factorial(n: int) -> float:
     """log n! as MrBayes' LnFactorial: the sum of log i for i = 2..n (0 for n < 2)."""
     result = 0.0
@@ -36,6 +42,7 @@ def ln_factorial(n: int) -> float:
     return result
 
 
+@numba.njit(**JIT_OPTIONS)
 def cdf_normal(z: float) -> float:
     """The standard normal distribution function."""
     return 0.5 * math.erfc(-z / math.sqrt(2.0))

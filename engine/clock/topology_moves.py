@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import math
 
+import numba
+
 from mbgpu.clock.rooted import root_of
 from mbgpu.clock.limits import BRLENS_MIN, TIME_MIN
 from mbgpu.clock.tree_moves import is_sampled_ancestor
 from mbgpu.core import rng
+from mbgpu.jit import JIT_OPTIONS
 
 
+@numba.njit(**JIT_OPTIONS)
 def _replace_child(kids, p, old, new) -> None:
     """Put `new` in `old`'s place among p's children, keeping the row in increasing id order."""
     if kids[p, 0] == old:
@@ -24,17 +28,20 @@ def _replace_child(kids, p, old, new) -> None:
         kids[p, 0], kids[p, 1] = kids[p, 1], kids[p, 0]
 
 
+@numba.njit(**JIT_OPTIONS)
 def _sister(kids, parent, v) -> int:
     """The other child of v's parent."""
     p = parent[v]
     return kids[p, 1] if kids[p, 0] == v else kids[p, 0]
 
 
+@numba.njit(**JIT_OPTIONS)
 def _blocked_up(a, v, depth, n_tips, locked) -> bool:
     """The extension cannot climb into a: a tip, a locked (constrained) node or a node younger than v."""
     return a < n_tips or locked[a] or depth[a] < depth[v] + BRLENS_MIN
 
 
+@numba.njit(**JIT_OPTIONS)
 def _spr_prunable(v, parent, kids, depth, n_tips, min_depth, max_depth, locked, root) -> bool:
     """ExtSprClock may prune v: not the root nor a child of it, its parent not locked, its sister not a
     sampled ancestor, and not itself a sampled ancestor of fixed age."""
@@ -45,6 +52,7 @@ def _spr_prunable(v, parent, kids, depth, n_tips, min_depth, max_depth, locked, 
     return not (is_sampled_ancestor(v, parent, depth, n_tips) and min_depth[v] >= max_depth[v])
 
 
+@numba.njit(**JIT_OPTIONS)
 def _up_child(s, kids, depth, a) -> int:
     """The child of a the walk climbs to: the one that is not a zero-length branch, else a random one."""
     if depth[a] - depth[kids[a, 0]] < TIME_MIN:
@@ -54,6 +62,7 @@ def _up_child(s, kids, depth, a) -> int:
     return kids[a, 0] if rng.uniform(s) < 0.5 else kids[a, 1]
 
 
+@numba.njit(**JIT_OPTIONS)
 def _window(v, a, b, depth, ancestor, min_depth, max_depth):
     """(top, length) of the range u's depth is drawn from on the branch a-b: BRLENS_MIN inside both
     ends and above v, or for a sampled ancestor v inside its calibration range."""
@@ -63,6 +72,7 @@ def _window(v, a, b, depth, ancestor, min_depth, max_depth):
     return depth[b] - BRLENS_MIN, depth[b] - max(depth[a], depth[v]) - 2.0 * BRLENS_MIN
 
 
+@numba.njit(**JIT_OPTIONS)
 def ext_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext) -> float:
     """ExtSprClock (Move_ExtSPRClock): prune a subtree v with its parent u (v uniform among _spr_prunable
     nodes) and regraft it by spr_from. Returns its log proposal ratio."""
@@ -84,6 +94,7 @@ def ext_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, 
     return spr_from(s, v, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext)
 
 
+@numba.njit(**JIT_OPTIONS)
 def spr_from(s, v, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext) -> float:
     """ExtSprClock's move of the picked subtree v: prune v with its parent u, walk the attachment point
     from u's sister a one branch at a time (first step forced, each further step with probability p_ext;
@@ -134,6 +145,7 @@ def spr_from(s, v, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_
     return ratio
 
 
+@numba.njit(**JIT_OPTIONS)
 def _nni_free(p, parent, kids, depth, n_tips, locked) -> bool:
     """NNIClock can swap a child of p with p's sister: p interior, not the root, not locked, and at
     least BRLENS_MIN older than its sister."""
@@ -142,6 +154,7 @@ def _nni_free(p, parent, kids, depth, n_tips, locked) -> bool:
     return depth[p] >= depth[_sister(kids, parent, p)] + BRLENS_MIN
 
 
+@numba.njit(**JIT_OPTIONS)
 def _count_nni_free(parent, kids, depth, n_tips, locked) -> int:
     n = 0
     for p in range(n_tips, parent.shape[0]):
@@ -150,6 +163,7 @@ def _count_nni_free(parent, kids, depth, n_tips, locked) -> int:
     return n
 
 
+@numba.njit(**JIT_OPTIONS)
 def nni_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, tuning) -> float:
     """NNIClock (Move_NNIClock): pick a free interior branch p (uniformly; see _nni_free) and swap one of
     its children (at random; the one that is not a sampled ancestor if p has one) with p's sister;

@@ -12,8 +12,7 @@ A move changes the arrays in place and returns the log proposal ratio (Hastings 
 caller adds the prior and likelihood ratios), or -inf where MrBayes aborts the move; the arrays may then
 have changed, and the caller restores its copy as MrBayes restores the chain's other state.
 
-Written for numba (plain loops over arrays, no Python objects): tests/test_clock/test_numba.py compiles
-them. Sampled ancestors of the fossilized birth-death tree (a dated tip on a branch shorter than
+Compiled with numba (plain loops over arrays, no Python objects), as every kernel of mbgpu.clock. Sampled ancestors of the fossilized birth-death tree (a dated tip on a branch shorter than
 TIME_MIN, MrBayes' interior node with a zero-length child) move with their parent node, as in MrBayes:
 the fossil's calibration range (`min_depth`/`max_depth` of the tip) then bounds the parent's depth.
 """
@@ -21,10 +20,12 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from mbgpu.clock.limits import BRLENS_MAX, BRLENS_MIN, TIME_MIN, TREEHEIGHT_MAX
 from mbgpu.core import rng
+from mbgpu.jit import JIT_OPTIONS
 
 # default tuning, autotune target acceptance rate and relative weight (showmoves, docs/plans/clocks.md §4)
 NODESLIDER_DELTA, NODESLIDER_TARGET, NODESLIDER_WEIGHT = 0.05, 0.25, 20.0
@@ -52,22 +53,26 @@ def depth_bounds(n_nodes: int, n_tips: int, root: int, clock_rate: float, calibr
     return lo, hi
 
 
+@numba.njit(**JIT_OPTIONS)
 def _movable(v, min_depth, max_depth) -> bool:
     """A node whose depth can change: not an undated tip, fixed calibration or fixed tree age."""
     return min_depth[v] < max_depth[v]
 
 
+@numba.njit(**JIT_OPTIONS)
 def is_sampled_ancestor(v, parent, depth, n_tips) -> bool:
     """v is a fossil on a zero-length branch (MrBayes: a tip whose length is below TIME_MIN)."""
     return v < n_tips and parent[v] >= 0 and depth[parent[v]] - depth[v] < TIME_MIN
 
 
+@numba.njit(**JIT_OPTIONS)
 def _slidable(v, parent, depth, n_tips, min_depth, max_depth) -> bool:
     """NodesliderClock's candidates: movable nodes other than sampled ancestors (which move with their
     parent node)."""
     return _movable(v, min_depth, max_depth) and not is_sampled_ancestor(v, parent, depth, n_tips)
 
 
+@numba.njit(**JIT_OPTIONS)
 def node_slider_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, delta) -> float:
     """NodesliderClock (Move_NodeSliderClock): one movable node (interior, root unless its age is fixed,
     or a tip with a non-fixed calibration that is not a sampled ancestor), picked uniformly, slides by a
@@ -120,6 +125,7 @@ def node_slider_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, lock
     return 0.0
 
 
+@numba.njit(**JIT_OPTIONS)
 def tree_stretch(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, lam) -> float:
     """TreeStretch (Move_TreeStretch): every movable node depth (interior nodes, dated tips with a
     non-fixed calibration, the root unless its age is fixed) times c = exp(lam (u - 0.5)); a node with a

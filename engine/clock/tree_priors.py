@@ -12,20 +12,24 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from mbgpu.clock.distributions import ln_density
 from mbgpu.clock.rooted import children, internal_postorder, root_of
 from mbgpu.clock.special import ln_factorial
+from mbgpu.jit import JIT_OPTIONS
 
 LN2 = math.log(2.0)
 
 
+@numba.njit(**JIT_OPTIONS)
 def tree_age_term(age: float, root_dated: bool, age_kind: int, age_p) -> float:
     """treeagepr's log density at the root age, or 0 when the root is calibrated."""
     return 0.0 if root_dated else ln_density(age_kind, age_p[0], age_p[1], age_p[2], age)
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_calibrations(ages: np.ndarray, kinds: np.ndarray, params: np.ndarray) -> float:
     """Σ over dated nodes of their calibration's log density at the node age (LogPrior's brlens term);
     kinds[v] < 0 for an undated node, params[v] its (p0, p1, p2). Fixed calibrations add 0."""
@@ -37,6 +41,7 @@ def ln_calibrations(ages: np.ndarray, kinds: np.ndarray, params: np.ndarray) -> 
 
 
 # ------------------------------------------------------------------------------------------- uniform
+@numba.njit(**JIT_OPTIONS)
 def ln_uniform(parent, depth, n_tips, clock_rate, age_kind, age_p, dated, locked) -> float:
     """clock:uniform (LnUniformPriorPr). `dated[v]`: node v has a calibration (tips too); `locked[v]`:
     v is a constrained node (topologypr=constraints), which starts a new sub-tree colour as in MrBayes'
@@ -63,6 +68,7 @@ def ln_uniform(parent, depth, n_tips, clock_rate, age_kind, age_p, dated, locked
     return ln_p
 
 
+@numba.njit(**JIT_OPTIONS)
 def _colour_clusters(parent, kids, root, locked) -> np.ndarray:
     """MrBayes' ColorClusters: the root and every locked node start a new colour, others inherit."""
     colour = np.zeros(parent.shape[0], dtype=np.int64)
@@ -85,6 +91,7 @@ def _colour_clusters(parent, kids, root, locked) -> np.ndarray:
     return colour
 
 
+@numba.njit(**JIT_OPTIONS)
 def _dated_tip_depths(sub_root, kids, depth, n_tips, dated) -> np.ndarray:
     """The sub-tree's root depth and the depths of its 'tips' (tips or dated nodes below it, where the
     walk stops: GetDatedNodeDepths), sorted ascending; the root depth is then last."""
@@ -108,6 +115,7 @@ def _dated_tip_depths(sub_root, kids, depth, n_tips, dated) -> np.ndarray:
     return np.sort(out[:k])
 
 
+@numba.njit(**JIT_OPTIONS)
 def _subtree_term(r, kids, depth, n_tips, clock_rate, dated, colour, post) -> float:
     """One sub-tree's factor of LnUniformPriorPr: uniform node depths between its dated tips and its
     root, the ordering of interior nodes between tip dates, and the coalescent histories."""
@@ -138,14 +146,17 @@ def _subtree_term(r, kids, depth, n_tips, clock_rate, dated, colour, post) -> fl
 
 
 # ---------------------------------------------------------------------------------------- birth-death
+@numba.njit(**JIT_OPTIONS)
 def _ln_p0(t, b, d):
     return math.log(d * (1.0 - math.exp((d - b) * t)) / (b - d * math.exp((d - b) * t)))
 
 
+@numba.njit(**JIT_OPTIONS)
 def _ln_p1(t, b, d):
     return 2.0 * math.log(b - d) - (b - d) * t - 2.0 * math.log(b - d * math.exp((d - b) * t))
 
 
+@numba.njit(**JIT_OPTIONS)
 def _ln_p1_subsample(t, b, d, f):
     p1 = (b - d) / (f * b + (b * (1.0 - f) - d) * math.exp((d - b) * t))
     return 2.0 * math.log(p1) + math.log(f) - (b - d) * t
@@ -154,6 +165,7 @@ def _ln_p1_subsample(t, b, d, f):
 RANDOM, DIVERSITY, CLUSTER, FOSSILTIP = 0, 1, 2, 3       # samplestrat
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_birth_death(parent, depth, n_tips, clock_rate, net_speciation, relative_extinction,
                    sample_prob, strategy, age_kind, age_p, root_dated) -> float:
     """clock:birthdeath (LnBirthDeathPriorPrRandom / Diversity / Cluster of 3.2.7a): λ = sR/(1-eR),
@@ -201,6 +213,7 @@ def coalescent_theta(popsize: float, clock_rate: float, ploidy: str = "diploid")
     return factor * popsize * clock_rate
 
 
+@numba.njit(**JIT_OPTIONS)
 def ln_coalescent(parent, depth, n_tips, theta, growth=0.0) -> float:
     """clock:coalescence (LnCoalescencePriorPr): coalescence times are internal node depths in
     substitution units (θ carries the rate); exponential growth when |growth| > 1e-6. No tree-age prior."""

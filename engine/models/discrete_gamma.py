@@ -18,15 +18,11 @@ import math
 import numba
 import numpy as np
 
-from mbgpu.clock import special
+from mbgpu.clock.special import ln_gamma    # MrBayes' LnGamma (compiled there; the one copy)
 from mbgpu.jit import JIT_OPTIONS
 
 _TINY = 1e-30
 
-
-# MrBayes' LnGamma lives in mbgpu.clock.special (plain Python, so the clock kernels can be compiled with it);
-# this is the same function compiled, for the kernels below.
-ln_gamma = numba.njit(**JIT_OPTIONS)(special.ln_gamma)
 
 
 @numba.njit(**JIT_OPTIONS)

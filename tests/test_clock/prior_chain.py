@@ -2,10 +2,9 @@
 mbgpu.clock.tree_moves / topology_moves, mixed by weight, against a log-prior function, so a test can
 compare the sampled node ages and topologies with an analytic distribution or with MrBayes `data=no`.
 
-The mbgpu.clock modules are plain Python written for numba; `compiled()` rebuilds every function of
-them over a copy of its module's globals in which the clock functions are numba dispatchers (as
-tests/test_clock/test_numba.py does), and `jit_over(f)` compiles a test's own function (a log prior
-over the tree arrays and a tuple of arguments) over the same names.
+The mbgpu.clock kernels are numba dispatchers; `compiled()` lists them by name, and `jit_over(f)`
+compiles a test's own function (a log prior over the tree arrays and a tuple of arguments) with those
+names bound.
 """
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ import types
 
 import numba
 import numpy as np
+from numba.core.registry import CPUDispatcher as Dispatcher
 
 from mbgpu.clock import tree_moves as tm
 from mbgpu.clock.topology_moves import ext_spr_clock, nni_clock
@@ -31,20 +31,12 @@ TUNINGS = (tm.NODESLIDER_DELTA, tm.TREESTRETCH_LAMBDA, tm.EXTSPR_P_EXT, 0.0)
 
 @functools.lru_cache(maxsize=None)
 def compiled(modules: tuple = MODULES) -> dict:
-    """{name: numba dispatcher} of every function of mbgpu.clock.<modules>, calling each other compiled
-    (each module's globals copied, the compiled versions in place of the plain ones it defines or imports)."""
-    spaces, out, originals = [], {}, {}
+    """{name: numba dispatcher} of every kernel of mbgpu.clock.<modules> (decorated there)."""
+    out = {}
     for mod in modules:
         module = importlib.import_module("mbgpu.clock." + mod)
-        space = dict(vars(module))
-        for name, f in vars(module).items():
-            if isinstance(f, types.FunctionType) and f.__module__ == module.__name__:
-                g = types.FunctionType(f.__code__, space, name, f.__defaults__, f.__closure__)
-                out[name] = numba.njit(g)
-                originals[id(f)] = out[name]
-        spaces.append(space)
-    for space in spaces:
-        space.update({k: originals[id(v)] for k, v in space.items() if id(v) in originals})
+        out.update({name: f for name, f in vars(module).items()
+                    if isinstance(f, Dispatcher) and f.py_func.__module__ == module.__name__})
     return out
 
 

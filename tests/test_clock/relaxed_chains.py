@@ -47,20 +47,13 @@ KERNELS = {
 def jit_kernels() -> dict:
     """{name: numba dispatcher} of every kernel of KERNELS and of the chains below, calling each other
     compiled (nopython)."""
-    spaces, out = [], {}
+    out = {}
     for mod, names in KERNELS.items():
         module = importlib.import_module("mbgpu.clock." + mod)
-        space = dict(vars(module))
-        for name in names:
-            f = getattr(module, name)
-            out[name] = numba.njit(types.FunctionType(f.__code__, space, name, f.__defaults__, f.__closure__))
-        spaces.append(space)
+        out.update({name: getattr(module, name) for name in names})     # the module's own dispatchers
     mine = dict(globals())
     for name in ("igr_chain", "tk02_chain", "cpp_chain", "slider_cpp_chain", "_accept"):
         out[name] = numba.njit(types.FunctionType(globals()[name].__code__, mine, name))
-    spaces.append(mine)
-    for space in spaces:
-        space.update({k: v for k, v in out.items() if k in space})
     mine.update(out)
     return out
 

@@ -423,7 +423,7 @@ def test_compiled_equals_interpreted():
     locked = np.zeros(n, dtype=bool)
     for seed in range(10):
         runs = []
-        for g in (pars_spr_clock, f):
+        for g in (pars_spr_clock.py_func, f):
             parent, depth = _caterpillar(N_TIPS, 1.0)
             kids = children(parent)
             s = rng.seed_states(seed, [(0, 0)])[0]

@@ -183,7 +183,7 @@ def test_compiled_moves_equal_interpreted():
     for name, tuning in zip(pc.MOVES, TUNED):
         for seed in range(20):
             runs = []
-            for f in (getattr(tm, name, None) or getattr(topo, name), pc.compiled()[name]):
+            for f in ((getattr(tm, name, None) or getattr(topo, name)).py_func, pc.compiled()[name]):
                 p, d = parent.copy(), depth.copy()
                 kids = children(p)
                 r = f(_random_state(seed), p, kids, d, 6, lo, hi, locked, tuning)

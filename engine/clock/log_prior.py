@@ -9,16 +9,13 @@ the caller must supply). The formulas are the kernels of mbgpu.clock (docs/plans
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from mbgpu.clock import fossilized, relaxed
 from mbgpu.clock import tree_priors as tp
-from mbgpu.clock.distributions import FIXED, NORMAL_POSITIVE, ln_density, ln_lognormal_pdf
+from mbgpu.clock.distributions import FIXED
+from mbgpu.clock.prior_table import _ln_scalar, scalar_code
 from mbgpu.clock.rooted import root_of
-from mbgpu.clock.special import ln_gamma
-from mbgpu.errors import NotImplementedYet
 
 STRATEGIES = {"random": tp.RANDOM, "diversity": tp.DIVERSITY, "cluster": tp.CLUSTER, "fossiltip": tp.FOSSILTIP}
 
@@ -92,28 +89,13 @@ def ln_clock_rate_prior(model, clock_rate: float) -> float:
 
 def ln_scalar_prior(prior, x: float) -> float:
     """A ScalarPrior's log density at x as MrBayes' LogPrior computes it: Exponential(rate),
-    Uniform(min, max), Beta(a, b), Gamma(shape, rate), Fixed (0).
+    Uniform(min, max), Beta(a, b), Lognormal, Normal (truncated at 0), Gamma(shape, rate), Fixed (0); the
+    compiled prior_table._ln_scalar is the one home of the formulas.
 
     Raises:
         NotImplementedYet: a family whose parameterization was not checked against MrBayes here.
     """
-    p = prior.params
-    if prior.family == "Fixed":
-        return 0.0
-    if prior.family == "Exponential":
-        return math.log(p[0]) - p[0] * x
-    if prior.family == "Uniform":
-        return -math.log(p[1] - p[0])
-    if prior.family == "Beta":
-        return (ln_gamma(p[0] + p[1]) - ln_gamma(p[0]) - ln_gamma(p[1])
-                + (p[0] - 1.0) * math.log(x) + (p[1] - 1.0) * math.log(1.0 - x))
-    if prior.family == "Lognormal":
-        return ln_lognormal_pdf(p[0], p[1], x)
-    if prior.family == "Normal":                   # truncated at 0, as clockratepr's normal
-        return ln_density(NORMAL_POSITIVE, p[0], p[1], 0.0, x)
-    if prior.family == "Gamma":
-        return (p[0] - 1.0) * math.log(x) + p[0] * math.log(p[1]) - p[1] * x - ln_gamma(p[0])
-    raise NotImplementedYet("the %s prior of a clock parameter in the log prior is not supported yet" % prior.family)
+    return _ln_scalar(*scalar_code(prior), x)
 
 
 def ln_tree_parameter_priors(model, v: dict) -> float:

@@ -119,3 +119,19 @@ def test_cpp_is_refused(tmp_path):
     (model,) = clock_models(_settings(tmp_path, commands, newick))
     with pytest.raises(NotImplementedYet):
         prior_table(model)
+
+
+def test_callable_from_compiled_code(tmp_path):
+    """The core calls ln_clock_prior from its own compiled step: a compiled caller gets the same number."""
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def caller(kinds, args, shifts, parent, depth, n_tips, rate, params, rates, cal_kind, cal_params, locked):
+        return ln_clock_prior(kinds, args, shifts, parent, depth, n_tips, rate, params, rates, cal_kind, cal_params,
+                              locked)
+
+    tree = _other_state(_start_tree(tmp_path, "fbd_shifts_per_interval"), np.random.default_rng(2))
+    model, s = tree.frame.model, tree.state
+    got = caller(*prior_table(model), shift_array(model), s.parent, s.depth, s.n_tips, s.clock_rate,
+                 pack_params(model, tree.params), np.ones(s.parent.shape[0]), s.cal_kind, s.cal_params, s.locked)
+    assert got == tree.ln_prior()

@@ -142,9 +142,12 @@ class ClockRateMultiplier(ClockMove):
 
 
 class _ParamMove(ClockMove):
-    """A move of one tree-prior parameter (`param`: its label in ClockTree.params)."""
+    """A move of one tree-prior parameter (`param`: its label in ClockTree.params) within `bounds(model)`."""
 
     param = ""
+
+    def bounds(self, model) -> tuple[float, float]:
+        return 0.0, math.inf
 
     def _kernel(self, s, values, model):
         raise NotImplementedError
@@ -168,9 +171,11 @@ class SpeciationMultiplier(_ParamMove):
     name, param = "Multiplier", "net_speciation"
 
 
+    def bounds(self, model) -> tuple[float, float]:
+        return _bounds(model.speciation, pm.SPECIATION_MIN, pm.SPECIATION_MAX)
+
     def _kernel(self, s, values, model):
-        lo, hi = _bounds(model.speciation, pm.SPECIATION_MIN, pm.SPECIATION_MAX)
-        return pm.speciation_multiplier(s, values, self.tuning["lambda"], lo, hi)
+        return pm.speciation_multiplier(s, values, self.tuning["lambda"], *self.bounds(model))
 
 
 class ExtinctionSlider(_ParamMove):
@@ -185,9 +190,11 @@ class PopsizeMultiplier(_ParamMove):
     name, param = "Multiplier", "popsize"
 
 
+    def bounds(self, model) -> tuple[float, float]:
+        return _bounds(model.popsize, pm.POPSIZE_MIN, pm.POPSIZE_MAX)
+
     def _kernel(self, s, values, model):
-        lo, hi = _bounds(model.popsize, pm.POPSIZE_MIN, pm.POPSIZE_MAX)
-        return pm.popsize_multiplier(s, values, self.tuning["lambda"], lo, hi)
+        return pm.popsize_multiplier(s, values, self.tuning["lambda"], *self.bounds(model))
 
 
 

@@ -27,9 +27,11 @@ class IgrvarMultiplier(_ParamMove):
 
     name, param = "Multiplier", "igrvar"
 
+    def bounds(self, model) -> tuple[float, float]:
+        return _var_bounds(model.igrvar, IGRVAR_MIN, IGRVAR_MAX)
+
     def _kernel(self, s, values, model):
-        values[0], r = rx.move_igrvar(s, float(values[0]), self.tuning["lambda"],
-                                      *_var_bounds(model.igrvar, IGRVAR_MIN, IGRVAR_MAX))
+        values[0], r = rx.move_igrvar(s, float(values[0]), self.tuning["lambda"], *self.bounds(model))
         return r
 
 
@@ -38,9 +40,11 @@ class TK02varMultiplier(_ParamMove):
 
     name, param = "Multiplier", "tk02var"
 
+    def bounds(self, model) -> tuple[float, float]:
+        return _var_bounds(model.tk02var, TK02VAR_MIN, TK02VAR_MAX)
+
     def _kernel(self, s, values, model):
-        values[0], r = rx.move_tk02var(s, float(values[0]), self.tuning["lambda"],
-                                       *_var_bounds(model.tk02var, TK02VAR_MIN, TK02VAR_MAX))
+        values[0], r = rx.move_tk02var(s, float(values[0]), self.tuning["lambda"], *self.bounds(model))
         return r
 
 

@@ -102,15 +102,15 @@ class BlockRunner:
     @staticmethod
     def for_mc3(mc3):
         """A BlockRunner for `mc3`'s chains; None while the core is not built; False where generations go
-        one by one: on a GPU, under MPI, several pattern sets or trees, a model or prior the core builds
-        on the host."""
+        one by one: on a GPU, under MPI, several pattern sets or trees, a clock tree, a model or prior the
+        core builds on the host."""
         if not mc3.compiled_blocks:
             return False
         held = mc3.runs[0][0]._core
         if held is None:
             return None
         core = held[0]
-        if len(core.divisions) != 1 or core.n_trees != 1:
+        if len(core.divisions) != 1 or core.n_trees != 1 or core.clock is not None:   # clock rows: stepper only
             return False
         d = core.divisions[0]
         if (type(d) is not DivisionArrays or d.sum_each is not None

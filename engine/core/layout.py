@@ -11,10 +11,18 @@ import math
 
 import numpy as np
 
+from mbgpu.moves.base import LAMBDA_MAX, LAMBDA_MIN
+
 # move kinds of the compiled step (mbgpu.core.step dispatches on them)
 DIRICHLET, SLIDER, MULTIPLIER, PINVAR_SLIDER = 0, 1, 2, 3
 MULT_NNI, EXT_SPR, EXT_TBR, NNI, PARS_SPR, BRANCH_MULTIPLIER, NODE_SLIDER, TREE_LENGTH = 9, 10, 11, 12, 13, 14, 15, 16
 FIRST_TOPOLOGY, LAST_TOPOLOGY = MULT_NNI, PARS_SPR      # the kinds that change the topology
+# clock moves (mbgpu.core.clock_moves): depth and topology moves of the rooted tree, the clock rate, FBD's
+# fossil moves, relaxed-clock rates, then the tree-prior parameters (no branch length changes: FIRST_CLOCK_PARAM on)
+(CLOCK_NODESLIDER, CLOCK_STRETCH, CLOCK_EXTSPR, CLOCK_NNI, CLOCK_PARSSPR, CLOCK_FOSSILSPR, CLOCK_RATE, CLOCK_ADDBRANCH,
+ CLOCK_DELBRANCH, CLOCK_IGRRATE, CLOCK_TK02RATE, CLOCK_SPECIATION, CLOCK_EXTINCTION, CLOCK_FOSSILIZATION, CLOCK_POPSIZE,
+ CLOCK_IGRVAR, CLOCK_TK02VAR) = range(17, 34)
+FIRST_CLOCK, FIRST_CLOCK_PARAM, LAST_CLOCK = CLOCK_NODESLIDER, CLOCK_SPECIATION, CLOCK_TK02VAR
 
 _PARAM_KINDS = {"dirichlet": DIRICHLET, "slider": SLIDER, "multiplier": MULTIPLIER, "pinvar_slider": PINVAR_SLIDER}
 # tree move class -> (kind, tuning keys in the order the compiled move reads them)
@@ -22,6 +30,14 @@ _TREE_KINDS = {"ExtSPR": (EXT_SPR, ("p_ext", "lambda")), "ExtTBR": (EXT_TBR, ("p
                "NNI": (NNI, ()), "MultNNI": (MULT_NNI, ()), "ParsSPR": (PARS_SPR, ("warp", "r", "v_t", "lambda")),
                "Multiplier": (BRANCH_MULTIPLIER, ("lambda",)), "NodeSlider": (NODE_SLIDER, ("lambda",)),
                "TreeLengthMultiplier": (TREE_LENGTH, ("lambda",))}
+# clock move class (mbgpu.clock.chain_*moves) -> kind; tuning keys: the move's own, in its order
+_CLOCK_KINDS = {"NodesliderClock": CLOCK_NODESLIDER, "TreeStretch": CLOCK_STRETCH, "ExtSprClock": CLOCK_EXTSPR,
+                "NNIClock": CLOCK_NNI, "ParsSPRClock": CLOCK_PARSSPR, "ExtFossilSprClock": CLOCK_FOSSILSPR,
+                "ClockRateMultiplier": CLOCK_RATE, "AddBranch": CLOCK_ADDBRANCH, "DelBranch": CLOCK_DELBRANCH,
+                "IgrBrlensMultiplier": CLOCK_IGRRATE, "TK02BrlensMultiplier": CLOCK_TK02RATE,
+                "SpeciationMultiplier": CLOCK_SPECIATION, "ExtinctionSlider": CLOCK_EXTINCTION,
+                "FossilizationSlider": CLOCK_FOSSILIZATION, "PopsizeMultiplier": CLOCK_POPSIZE,
+                "IgrvarMultiplier": CLOCK_IGRVAR, "TK02varMultiplier": CLOCK_TK02VAR}
 COUNTS = ("tried", "accepted", "batch_tried", "batch_accepted", "batches")
 N_TUNING = 4
 
@@ -54,7 +70,8 @@ def unsupported_move(move) -> str | None:
     inner = getattr(move, "move", None)
     if inner is None:
         return None if getattr(move, "kind", None) in _PARAM_KINDS else "move %s" % move.name
-    return None if type(inner).__name__ in _TREE_KINDS else "move %s" % move.name
+    known = type(inner).__name__ in _TREE_KINDS or type(inner).__name__ in _CLOCK_KINDS
+    return None if known else "move %s" % move.name
 
 
 class MoveTable:
@@ -70,6 +87,7 @@ class MoveTable:
         self.bounds = np.zeros((m, 2))
         self.target = np.zeros(m)
         self.tuned = np.full(m, -1, dtype=np.int64)        # index of the autotuned tuning value, -1: none
+        self.tune_range = np.tile([LAMBDA_MIN, LAMBDA_MAX], (m, 1))   # a tree move's autotuned value stays inside
         self.is_alpha = np.zeros(m, dtype=np.bool_)
         width = max([1] + [int(layout.off[k + 1] - layout.off[k]) for k in range(len(layout.shapes))])
         self.scale = np.ones((m, width))
@@ -78,7 +96,7 @@ class MoveTable:
         self.cdf = (weights / weights.sum()).cumsum()
         self.cdf /= self.cdf[-1]
         for i, mv in enumerate(moves):
-            self._describe(i, mv)
+            self._describe(i, mv, chains[0])
         self.tuning = np.zeros((c, m, N_TUNING))
         self.counts = np.zeros((c, m, len(COUNTS)), dtype=np.int64)
         self.last_rate = np.full((c, m), np.nan)
@@ -86,7 +104,7 @@ class MoveTable:
         for j, ch in enumerate(chains):
             self.load(j, ch.moves)
 
-    def _describe(self, i: int, mv) -> None:
+    def _describe(self, i: int, mv, chain) -> None:
         inner = getattr(mv, "move", None)
         if inner is None:
             self.kind[i] = _PARAM_KINDS[mv.kind]
@@ -99,16 +117,22 @@ class MoveTable:
                 self.scale[i, :len(mv.scale)] = mv.scale
             self.alpha_factor[i] = mv.alpha_factor
             return
-        self.kind[i] = _TREE_KINDS[type(inner).__name__][0]
+        name = type(inner).__name__
+        self.kind[i] = _CLOCK_KINDS[name] if name in _CLOCK_KINDS else _TREE_KINDS[name][0]
         self.tree[i] = mv.tree
         self.rows[i, list(mv.shared or (mv.tree,))] = True
-        if inner.target is not None:
+        tuned = getattr(inner, "tuned", "lambda")          # a clock move names its tuned value (None: none)
+        if inner.target is not None and tuned is not None:
             self.target[i] = inner.target
-            self.tuned[i] = self._keys(inner).index("lambda")
+            self.tuned[i] = self._keys(inner).index(tuned)
+            self.tune_range[i] = getattr(inner, "ranges", {}).get(tuned, (LAMBDA_MIN, LAMBDA_MAX))
+        if hasattr(inner, "bounds"):                        # a clock parameter's reflection bounds
+            self.bounds[i] = inner.bounds(chain.trees[mv.tree].frame.model)
 
     @staticmethod
     def _keys(inner) -> tuple:
-        return _TREE_KINDS[type(inner).__name__][1]
+        name = type(inner).__name__
+        return tuple(inner.tuning) if name in _CLOCK_KINDS else _TREE_KINDS[name][1]
 
     def load(self, j: int, moves) -> None:
         """Chain j's tuning and counters from its move objects."""

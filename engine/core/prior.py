@@ -13,7 +13,7 @@ import numpy as np
 
 from mbgpu.jit import JIT_OPTIONS
 
-EXPONENTIAL, UNIFORM, GAMMADIR = 0, 1, 2
+EXPONENTIAL, UNIFORM, GAMMADIR, CLOCK = 0, 1, 2, 3      # CLOCK: a clock tree's terms (mbgpu.core.clock_moves)
 
 
 def brlens_table(prior, n_tips: int) -> tuple[int, np.ndarray] | None:

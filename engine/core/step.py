@@ -18,11 +18,12 @@ import math
 import numba
 
 from mbgpu.core import layout as L
-from mbgpu.core.branch_moves import autotune_multiplier, branch_multiplier, node_slider, tree_length_multiplier
+from mbgpu.core.branch_moves import autotune_multiplier_within, branch_multiplier, node_slider, tree_length_multiplier
+from mbgpu.core.clock_moves import propose_clock
 from mbgpu.core.param_moves import dirichlet_move, log_multiplier, pinvar_slider, simplex_slider, tune_param
 from mbgpu.core.constraint_check import constraints_hold
 from mbgpu.core.pars_spr import pars_spr
-from mbgpu.core.prior import brlens_log_prior
+from mbgpu.core.prior import CLOCK, brlens_log_prior
 from mbgpu.core.rng import pick, uniform
 from mbgpu.core.tree_moves import ext_spr, ext_tbr, mult_nni, nni
 from mbgpu.core.trees import sort_kids
@@ -66,7 +67,8 @@ def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p,
     trees of mrows[m]) that breaks a constraint of its tree (`cons_*`, rows cons_first[t]:cons_first[t + 1]:
     mbgpu.core.constraint_check.per_tree) is
     rejected, a live one marks the pattern sets on the trees it changed (todo 1). lo[t], hi[t]: tree t's
-    branch-length limits (its brlens prior). Touches only chain c's rows (chains may run on threads)."""
+    branch-length limits (its brlens prior). A clock move (kind >= FIRST_CLOCK) is only picked here:
+    propose_all makes it (`clock_proposal`). Touches only chain c's rows (chains may run on threads)."""
     n_trees = parent.shape[0] // theta.shape[0]
     for r in range(c * n_trees, (c + 1) * n_trees):
         parent_p[r, :] = parent[r, :]
@@ -87,6 +89,9 @@ def propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p,
         r = c * n_trees + t
         if mkind[m] == L.MULT_NNI:
             log_h[c] = mult_nni(parent_p, kids_p, brlen_p, n_tips, s, c * n_trees, mrows[m])
+        elif mkind[m] >= L.FIRST_CLOCK:
+            log_h[c] = 0.0
+            return
         else:
             log_h[c] = _propose_tree(mkind[m], parent_p[r], kids_p[r], brlen_p[r], n_tips, s, tuning[c, m], lo[t],
                                      hi[t], anchor, pars[t])
@@ -113,22 +118,42 @@ def _live_params(c0, c1, moved, log_h, by_param):
 
 
 @numba.njit(**JIT_OPTIONS)
+def clock_proposal(c, s, m, parent_p, kids_p, brlen_p, mkind, mtree, mrows, bounds, tuning, ck, brl_p, log_h, todo,
+                   div_tree):
+    """Chain c's clock move m (picked by propose_chain) on its clock rows `ck` (mbgpu.core.clock_moves); a live
+    one that changed branch lengths marks the pattern sets on its tree (a tree-prior parameter's does not)."""
+    t = mtree[m]
+    r = c * (parent_p.shape[0] // brl_p.shape[0]) + t
+    log_h[c] = propose_clock(mkind[m], c, s, tuning[c, m], bounds[m, 0], bounds[m, 1], ck, parent_p[r], kids_p[r],
+                             brlen_p[r], brl_p, t)
+    if log_h[c] != -math.inf and mkind[m] < L.FIRST_CLOCK_PARAM:
+        for d in range(todo.shape[0]):
+            if mrows[m, div_tree[d]]:
+                todo[d, c] = 1
+
+
+@numba.njit(**JIT_OPTIONS)
 def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree, mrows,
                 cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b,
-                cons_first, pars, move_of, log_h, moved, todo, div_tree, by_param, c0, c1):
-    """Each chain c0 <= c < c1 proposes (propose_chain); the chains whose parameter proposal is live are
-    listed in by_param (the caller builds their models); returns how many."""
+                cons_first, pars, move_of, log_h, moved, todo, div_tree, by_param, c0, c1, ck, brl_p):
+    """Each chain c0 <= c < c1 proposes (propose_chain; a clock move: clock_proposal on the clock rows `ck`,
+    its clock log prior into brl_p); the chains whose parameter proposal is live are listed in by_param
+    (the caller builds their models); returns how many."""
     todo[:, c0:c1] = 0
     for c in range(c0, c1):
         propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree,
                       mrows, cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a,
                       cons_b, cons_first, pars, move_of, log_h, moved, todo, div_tree)
+        ck.live[c] = 0
+        if mkind[move_of[c]] >= L.FIRST_CLOCK:
+            clock_proposal(c, rng[c], move_of[c], parent_p, kids_p, brlen_p, mkind, mtree, mrows, bounds, tuning, ck,
+                           brl_p, log_h, todo, div_tree)
     return _live_params(c0, c1, moved, log_h, by_param)
 
 
 @numba.njit(**JIT_OPTIONS)
 def _record(c, m, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target,
-            is_alpha, mparam):
+            is_alpha, mparam, tune_range):
     """MrBayes' counters and, every `tunefreq` tries, autotuning toward the move's target rate."""
     cnt = counts[c, m]
     cnt[0] += 1
@@ -150,20 +175,24 @@ def _record(c, m, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_
         tuning[c, m, t] = tune_param(tuning[c, m, t], rate, target[m], cnt[4], is_alpha[m])
     else:
         tree_batches[c, m] += 1
-        tuning[c, m, t] = autotune_multiplier(tuning[c, m, t], rate, target[m], tree_batches[c, m])
+        tuning[c, m, t] = autotune_multiplier_within(tuning[c, m, t], rate, target[m], tree_batches[c, m],
+                                                     tune_range[m, 0], tune_range[m, 1])
 
 
 @numba.njit(**JIT_OPTIONS)
 def _tree_terms(c, m, live, mrows, brl, brl_p, kind, args, parent_p, brlen_p, n_tips):
     """brl_p[c]: chain c's branch-length terms, those of the trees move m changed computed from the
-    proposal when `live` (a tree move; tree u's prior kind[u], args[u]); returns their sum in tree order (the order of
+    proposal when `live` (a tree move; tree u's prior kind[u], args[u]; a clock tree's from its proposal,
+    already in brl_p); returns their sum in tree order (the order of
     mbgpu.sampler.setup.Prior.total_of_trees; one tree: the term itself)."""
     n_trees = brl.shape[1]
     total = 0.0
     for u in range(n_trees):
         x = brl[c, u]
-        if live and mrows[m, u]:
+        if live and mrows[m, u] and kind[u] != CLOCK:       # a clock tree's: computed when proposed
             x = brlens_log_prior(kind[u], args[u], parent_p[c * n_trees + u], brlen_p[c * n_trees + u], n_tips)
+        elif live and mrows[m, u]:
+            x = brl_p[c, u]
         brl_p[c, u] = x
         total = x if u == 0 else total + x
     return total
@@ -173,7 +202,7 @@ def _tree_terms(c, m, live, mrows, brl, brl_p, kind, args, parent_p, brlen_p, n_
 def decide_all(rng, heat, power, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, n_tips, brl_kind,
                brl_args, topology, lnl, lnpr, best, brl, brl_p, pterm, pterm_new, div_lnl, div_lnl_p, todo, move_of,
                log_h, moved, accepted, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target,
-               is_alpha, mparam, mrows, c0, c1):
+               is_alpha, mparam, mrows, tune_range, c0, c1):
     """Each chain c0 <= c < c1: the proposal's log prior and likelihood, accept or reject, count and tune.
     `power`: the likelihood's power in the acceptance (stepping-stone's step; 1.0 in mcmc, exact then).
     Returns -1, or the first chain whose proposal has a NaN or +inf log likelihood (an error)."""
@@ -183,7 +212,7 @@ def decide_all(rng, heat, power, parent, kids, brlen, theta, parent_p, kids_p, b
         accepted[c] = False
         if log_h[c] == -math.inf:
             _record(c, m, False, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target,
-                    is_alpha, mparam)
+                    is_alpha, mparam, tune_range)
             if lnl[c] > best[c]:
                 best[c] = lnl[c]
             continue
@@ -220,5 +249,5 @@ def decide_all(rng, heat, power, parent, kids, brlen, theta, parent_p, kids_p, b
         if lnl[c] > best[c]:           # MrBayes' maxLnL0: the state after every step, of the chain's heat
             best[c] = lnl[c]
         _record(c, m, ok, tunefreq, autotune, counts, last_rate, tuning, tree_batches, tuned, target, is_alpha,
-                mparam)
+                mparam, tune_range)
     return -1

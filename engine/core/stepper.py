@@ -13,16 +13,18 @@ import numpy as np
 
 from mbgpu.core import trees as T
 from mbgpu.core.chain_generation import exchange_stats
+from mbgpu.core.clock_moves import keep_clock
+from mbgpu.core.clock_rows import ClockRows, empty_args
 from mbgpu.core.constraint_check import per_tree
 from mbgpu.core.device_division import DeviceDivision, device_backend
 from mbgpu.core.division import PROP, DivisionArrays, host_buffers
 from mbgpu.core.layout import MoveTable, ParamLayout, unsupported_move
 from mbgpu.core.models import PriorTable, SetModel, model_proposal, param_log_prior
 from mbgpu.core.pars_spr import pars_threads, prepare_pars_data
-from mbgpu.core.prior import brlens_log_prior, brlens_table
+from mbgpu.core.prior import CLOCK, brlens_log_prior, brlens_table
 from mbgpu.core.step import decide_all, propose_all
 from mbgpu.errors import ModelError
-from mbgpu.moves.base import brlen_bounds
+from mbgpu.moves.base import BRLENS_MAX, BRLENS_MIN, brlen_bounds
 from mbgpu.param_kinds import KIND, RATIO, SIMPLEX
 from mbgpu.sampler.model_state import rate_multiplier, spec_with_values
 
@@ -30,8 +32,9 @@ from mbgpu.sampler.model_state import rate_multiplier, spec_with_values
 def unsupported(chains) -> str | None:
     """Why the compiled core cannot step these chains (None: it can)."""
     first = chains[0]
-    if getattr(first.prior_fn, "clocks", ()):
-        return "clock trees (interpreted until the core holds node depths)"
+    clocks = getattr(first.prior_fn, "clocks", ())
+    if clocks and len(first.trees) > 1:
+        return "several trees with a clock tree"
     if getattr(first, "sum_parts", False):
         return "mcmc reweight (each heat rank's own pattern weights)"
     for part in first.parts:
@@ -45,8 +48,8 @@ def unsupported(chains) -> str | None:
         why = unsupported_move(mv)
         if why:
             return why
-    if any(brlens_table(first.prior_fn.brlens_prior(k), first.trees[0].n_tips) is None
-           for k in range(len(first.trees))):
+    if not clocks and any(brlens_table(first.prior_fn.brlens_prior(k), first.trees[0].n_tips) is None
+                          for k in range(len(first.trees))):
         return "this branch-length prior"
     return None
 
@@ -79,7 +82,9 @@ class CoreStepper:
         self.ahead_stale = False                # a swap handed a chain of group 0 another heat's tuning since
         self._heats = ([], 0.0, None)           # (ranks, temp, heats) of the last heats_for
         ctx = first.ctxs[0]                # what the trees' contexts share: brlens prior, anchor
-        self.lo, self.hi = (np.array(b) for b in zip(*(brlen_bounds(x.brlens_prior) for x in first.ctxs)))  # per tree
+        clocks = getattr(self.prior_fn, "clocks", ())     # (a clock tree's moves keep their own bounds)
+        self.lo, self.hi = (np.array(b) for b in zip(*((BRLENS_MIN, BRLENS_MAX) if clocks else
+                                                       brlen_bounds(x.brlens_prior) for x in first.ctxs)))
         self.anchor = int(ctx.anchor)
         self.cons = per_tree([getattr(x, "constraints", None) for x in first.ctxs], self.n_tips)  # each tree's
         # topology constraints: proposals that break one are rejected
@@ -88,7 +93,8 @@ class CoreStepper:
         self.held = False                                # numba's threads held at pars_threads (step)
         self.pars = tuple(prepare_pars_data(x.pattern_masks, x.n_states, x.rate_mults, n_tips=self.n_tips,
                                             threads=self.pars_threads) for x in first.ctxs)   # per tree: its data
-        tables = [brlens_table(self.prior_fn.brlens_prior(k), self.n_tips) for k in range(self.n_trees)]
+        tables = [(CLOCK, np.zeros(5)) if clocks else brlens_table(self.prior_fn.brlens_prior(k), self.n_tips)
+                  for k in range(self.n_trees)]
         self.brl_kind = np.array([kind for kind, _ in tables], dtype=np.int64)      # per tree: its brlens prior
         self.brl_args = np.stack([args for _, args in tables])
         self.topology = self._topology_terms()
@@ -96,9 +102,15 @@ class CoreStepper:
         self.lnl = np.array([ch.lnl for ch in chains])
         self.lnpr = np.array([ch.lnpr for ch in chains])
         self.best = np.array([ch.best_lnl for ch in chains])
-        self.brl = np.array([brlens_log_prior(self.brl_kind[r % self.n_trees], self.brl_args[r % self.n_trees],
-                                              self.trees.parent[r], self.trees.brlen[r], self.n_tips)
-                             for r in range(n * self.n_trees)]).reshape(n, self.n_trees)
+        # the chains' clock trees as rows (mbgpu.core.clock_rows), else empty rows of the same types
+        self.clock = ClockRows([ch.trees[0] for ch in chains], ctx) if clocks else None
+        self.ck = self.clock.args if clocks else empty_args(n, self.pars[0])
+        if clocks:                                        # one clock tree per chain: its clock terms
+            self.brl = self.clock.ln_priors().reshape(n, 1)
+        else:
+            self.brl = np.array([brlens_log_prior(self.brl_kind[r % self.n_trees], self.brl_args[r % self.n_trees],
+                                                  self.trees.parent[r], self.trees.brlen[r], self.n_tips)
+                                 for r in range(n * self.n_trees)]).reshape(n, self.n_trees)
         self.brl_p = self.brl.copy()
         self.pterm = np.array([self.prior_fn.parameters(ch.values) for ch in chains]).reshape(n, len(self.params))
         self.pterm_new = np.zeros(n)
@@ -230,6 +242,8 @@ class CoreStepper:
         self._decide(heats, tunefreq, autotune, c0, c1, power)
         for d in self.divisions:
             d.keep(self.accepted, c0, c1)
+        if self.clock is not None:
+            keep_clock(self.accepted, c0, c1, self.ck)
         self.rng_out[c0:c1] = self.rng[c0:c1]
 
     def publish(self) -> None:
@@ -256,7 +270,7 @@ class CoreStepper:
                                    self.theta_p, mv.kind, mv.param, mv.tree, mv.rows, mv.cdf, mv.bounds, mv.scale,
                                    mv.alpha_factor, mv.tuning, self.layout.off, self.n_tips, self.lo, self.hi,
                                    self.anchor, *self.cons, self.pars, self.move_of, self.log_h, self.moved, self.todo,
-                                   self.div_tree, self.by_param, c0, c1))
+                                   self.div_tree, self.by_param, c0, c1, self.ck, self.brl_p))
         finally:
             if held:
                 numba.set_num_threads(self.threads)
@@ -268,7 +282,7 @@ class CoreStepper:
                 self.theta_p, self.n_tips, self.brl_kind, self.brl_args, self.topology, self.lnl, self.lnpr,
                 self.best, self.brl, self.brl_p, self.pterm, self.pterm_new, self.div_lnl, self.div_lnl_p, self.todo,
                 self.move_of, self.log_h, self.moved, self.accepted, tunefreq, autotune, mv.counts, mv.last_rate,
-                mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha, mv.param, mv.rows)
+                mv.tuning, mv.tree_batches, mv.tuned, mv.target, mv.is_alpha, mv.param, mv.rows, mv.tune_range)
 
     def _decide(self, heats: np.ndarray, tunefreq: int, autotune: bool, c0: int, c1: int, power: float) -> None:
         """Chains c0..c1-1 accept or reject (step.decide_all); a proposal whose log likelihood is not a
@@ -317,8 +331,9 @@ class CoreStepper:
     def export(self, c: int, ch) -> None:
         """Chain c's trees, values, partition lnLs, moves and random state into its chain object."""
         rows = range(c * self.n_trees, (c + 1) * self.n_trees)
-        ch.set_state([T.from_arrays(self.n_tips, self.trees.parent[r], self.trees.brlen[r]) for r in rows],
-                     self.layout.unpack(self.theta[c]))
+        trees = [self.clock.export(c, ch._trees[0])] if self.clock is not None else \
+            [T.from_arrays(self.n_tips, self.trees.parent[r], self.trees.brlen[r]) for r in rows]
+        ch.set_state(trees, self.layout.unpack(self.theta[c]))
         for j, part in enumerate(ch.parts):
             part.inc.lnl = float(self.div_lnl[j, c])
         self.moves.store(c, ch.moves)

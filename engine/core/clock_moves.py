@@ -1,0 +1,241 @@
+"""Clock moves in the compiled core: a chain's proposal on its rooted rows (mbgpu.core.clock_rows), by the
+kernels of mbgpu.clock, then what mbgpu.clock.chain_tree.ClockTree does for a moved tree (`settle`):
+MrBayes' branch lengths (only the branches whose ends moved get depth differences), the written child
+order, the relaxed clock's effective lengths and its bounds, the unrooted view the likelihood reads, and
+the clock terms of the log prior (mbgpu.clock.prior_table.ln_clock_prior).
+
+`propose_clock` is what mbgpu.core.step.propose_chain calls for a move of kind >= layout.FIRST_CLOCK; each
+branch mirrors the move's class in mbgpu.clock.chain_moves / chain_relaxed_moves / chain_fbd_moves, with the
+chain's own xoshiro stream `s` in place of the per-proposal stream of the interpreted chain.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+
+from mbgpu.clock import param_moves as pm
+from mbgpu.clock import relaxed_moves as rx
+from mbgpu.clock import tree_moves as tm
+from mbgpu.clock.fbd_moves import add_branch, del_branch
+from mbgpu.clock.fossil_spr import ext_fossil_spr_clock
+from mbgpu.clock.limits import RELBRLENS_MAX, RELBRLENS_MIN
+from mbgpu.clock.pars_spr_clock import pars_spr_clock
+from mbgpu.clock.prior_table import ln_clock_prior
+from mbgpu.clock.topology_moves import ext_spr_clock, nni_clock
+from mbgpu.core import layout as L
+from mbgpu.core.trees import fill_kids
+from mbgpu.jit import JIT_OPTIONS
+
+STRICT, IGR, TK02 = 0, 1, 2            # ClockArgs.relaxed
+# slots of the tree-prior parameters in a row of ClockArgs.params (mbgpu.clock.prior_table's packing)
+SPECIATION, EXTINCTION, POPSIZE, IGRVAR, TK02VAR, FOSSILIZATION = 0, 1, 2, 3, 4, 5
+
+
+@numba.njit(**JIT_OPTIONS)
+def depth_bounds(c, ck, lo, hi):
+    """ClockFrame.depth_bounds of chain c's proposal (at its clock rate) into lo, hi."""
+    n_tips = (ck.parent.shape[1] + 1) // 2
+    rate = ck.rate_p[c]
+    root = -1
+    for v in range(lo.shape[0]):
+        lo[v], hi[v] = 0.0, 0.0 if v < n_tips else math.inf
+        if ck.dated[c, v]:
+            lo[v], hi[v] = ck.cal_min[c, v] * rate, ck.cal_max[c, v] * rate
+        if ck.parent_p[c, v] < 0:
+            root = v
+    if not ck.dated[c, root] and ck.model[0] != 0.0:
+        lo[root], hi[root] = ck.model[2] * rate, ck.model[3] * rate
+
+
+@numba.njit(**JIT_OPTIONS)
+def _copy_rows(c, ck):
+    """Chain c's proposal rows = its current rows."""
+    ck.parent_p[c, :] = ck.parent[c, :]
+    ck.kids_p[c, :, :] = ck.kids[c, :, :]
+    ck.depth_p[c, :] = ck.depth[c, :]
+    ck.brlen_p[c, :] = ck.brlen[c, :]
+    ck.written_p[c, :, :] = ck.written[c, :, :]
+    ck.rate_p[c] = ck.rate[c]
+    ck.params_p[c, :] = ck.params[c, :]
+    ck.rates_p[c, :] = ck.rates[c, :]
+    ck.eff_p[c, :] = ck.eff[c, :]
+
+
+@numba.njit(**JIT_OPTIONS)
+def _tree_kernel(kind, c, s, tuning, ck):
+    """A move of the rooted arrays (depth, topology, clock rate, FBD fossils); its log proposal ratio."""
+    parent, kids, depth, n_tips = ck.parent_p[c], ck.kids_p[c], ck.depth_p[c], (ck.parent.shape[1] + 1) // 2
+    lo, hi, locked = ck.lo[c], ck.hi[c], ck.locked[c]
+    depth_bounds(c, ck, lo, hi)
+    if kind == L.CLOCK_NODESLIDER:
+        return tm.node_slider_clock(s, parent, kids, depth, n_tips, lo, hi, locked, tuning[0])
+    if kind == L.CLOCK_STRETCH:
+        return tm.tree_stretch(s, parent, kids, depth, n_tips, lo, hi, locked, tuning[0])
+    if kind == L.CLOCK_EXTSPR:
+        return ext_spr_clock(s, parent, kids, depth, n_tips, lo, hi, locked, tuning[0])
+    if kind == L.CLOCK_NNI:
+        return nni_clock(s, parent, kids, depth, n_tips, lo, hi, locked, 0.0)
+    if kind == L.CLOCK_PARSSPR:
+        return pars_spr_clock(s, parent, kids, depth, n_tips, lo, hi, locked, tuning[0], *ck.pars)
+    if kind == L.CLOCK_FOSSILSPR:
+        return ext_fossil_spr_clock(s, parent, kids, depth, n_tips, lo, hi, locked, tuning[0])
+    if kind == L.CLOCK_RATE:
+        return pm.clock_rate_multiplier(s, ck.rate_p[c:c + 1], parent, depth, tuning[0], ck.no_events)
+    cal_kind, age = ck.cal_kind[c], ck.model
+    if kind == L.CLOCK_ADDBRANCH:
+        return add_branch(s, parent, kids, depth, n_tips, ck.rate_p[c], cal_kind, ck.cal_min[c], ck.cal_max[c],
+                          int(age[1]), age[2], age[3])
+    return del_branch(s, parent, kids, depth, n_tips, ck.rate_p[c], cal_kind, ck.cal_min[c], ck.cal_max[c],
+                      int(age[1]), age[2], age[3])
+
+
+@numba.njit(**JIT_OPTIONS)
+def _param_kernel(kind, c, s, tuning, lo, hi, ck):
+    """A move of a tree-prior parameter or a relaxed-clock rate; its log proposal ratio."""
+    x = ck.params_p[c]
+    if kind == L.CLOCK_SPECIATION:
+        return pm.speciation_multiplier(s, x[SPECIATION:SPECIATION + 1], tuning[0], lo, hi)
+    if kind == L.CLOCK_EXTINCTION:
+        return pm.extinction_slider(s, x[EXTINCTION:EXTINCTION + 1], tuning[0])
+    if kind == L.CLOCK_POPSIZE:
+        return pm.popsize_multiplier(s, x[POPSIZE:POPSIZE + 1], tuning[0], lo, hi)
+    if kind == L.CLOCK_FOSSILIZATION:
+        return pm.fossilization_slider(s, x[FOSSILIZATION:FOSSILIZATION + ck.n_fossil], tuning[0])
+    if kind == L.CLOCK_IGRVAR:
+        x[IGRVAR], r = rx.move_igrvar(s, x[IGRVAR], tuning[0], lo, hi)
+        return r
+    if kind == L.CLOCK_TK02VAR:
+        x[TK02VAR], r = rx.move_tk02var(s, x[TK02VAR], tuning[0], lo, hi)
+        return r
+    eff = ck.lo[c]             # scratch: the kernels' own effective lengths (settle computes the kept ones)
+    eff[:] = ck.eff_p[c]
+    if kind == L.CLOCK_IGRRATE:
+        return rx.move_igr_branch_rate(s, ck.parent_p[c], ck.depth_p[c], ck.rates_p[c], eff, tuning[0])
+    return rx.move_tk02_branch_rate(s, ck.parent_p[c], ck.kids_p[c], ck.depth_p[c], ck.rates_p[c], eff, tuning[0])
+
+
+@numba.njit(**JIT_OPTIONS)
+def propose_clock(kind, c, s, tuning, lo, hi, ck, t_parent, t_kids, t_brlen, brl_p, t):
+    """Chain c's clock move of `kind` (tuning row, reflection bounds lo/hi of a parameter move) on its
+    proposal rows; the settled proposal's unrooted view into t_parent/t_kids/t_brlen (its tree rows) and
+    its clock log prior into brl_p[c, t]. Returns the log proposal ratio (-inf: aborted)."""
+    _copy_rows(c, ck)
+    ck.live[c] = 1
+    if kind < L.CLOCK_IGRRATE:
+        r = _tree_kernel(kind, c, s, tuning, ck)
+    else:
+        r = _param_kernel(kind, c, s, tuning, lo, hi, ck)
+    if not r > -math.inf:
+        return -math.inf
+    if not settle(c, ck, kind <= L.CLOCK_RATE):
+        return -math.inf
+    unrooted_view(ck.parent_p[c], ck.eff_p[c], t_parent, t_kids, t_brlen)
+    brl_p[c, t] = ln_clock_prior(ck.prior_kinds, ck.prior_args, ck.shift_times, ck.parent_p[c], ck.depth_p[c],
+                                 t_parent.shape[0] // 2 + 1, ck.rate_p[c], ck.params_p[c], ck.rates_p[c],
+                                 ck.cal_kind[c], ck.cal_params[c], ck.locked[c])
+    return r
+
+
+@numba.njit(**JIT_OPTIONS)
+def settle(c, ck, check_relaxed):
+    """ClockTree.moved on chain c's proposal: new lengths where a branch's ends moved, the written child
+    order kept where a node keeps its children, effective lengths from the rates; False when a relaxed
+    clock's effective length left MrBayes' bounds (`check_relaxed`: a move of the tree or the clock rate)."""
+    parent, depth, brlen = ck.parent_p[c], ck.depth_p[c], ck.brlen_p[c]
+    old_parent, old_depth = ck.parent[c], ck.depth[c]
+    any_moved = False
+    for v in range(parent.shape[0]):
+        p = parent[v]
+        moved = p != old_parent[v] or depth[v] != old_depth[v]
+        if p >= 0 and depth[p] != old_depth[max(old_parent[v], 0)]:
+            moved = True
+        if moved:
+            brlen[v] = depth[p] - depth[v] if p >= 0 else 0.0
+            any_moved = True
+    if any_moved:
+        _written_order(ck.written_p[c], ck.kids_p[c])
+    return _effective(c, ck, check_relaxed)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _written_order(written, kids):
+    """Each node's written children where they are still its children, else its (sorted) children."""
+    for v in range(kids.shape[0]):
+        a, b = written[v, 0], written[v, 1]
+        if a > b:
+            a, b = b, a
+        if a != kids[v, 0] or b != kids[v, 1]:
+            written[v, 0], written[v, 1] = kids[v, 0], kids[v, 1]
+
+
+@numba.njit(**JIT_OPTIONS)
+def _effective(c, ck, check):
+    """eff_p[c] from brlen_p and the relaxed rates (RelaxedState.effective_lengths); with `check`, False
+    when a positive-length branch's effective length is outside [RELBRLENS_MIN, RELBRLENS_MAX]."""
+    parent, brlen, rates, eff = ck.parent_p[c], ck.brlen_p[c], ck.rates_p[c], ck.eff_p[c]
+    ok = True
+    for v in range(parent.shape[0]):
+        p = parent[v]
+        if p < 0:
+            eff[v] = 0.0 if ck.relaxed != STRICT else brlen[v]
+            continue
+        if ck.relaxed == STRICT:
+            eff[v] = brlen[v]
+            continue
+        eff[v] = rates[v] * brlen[v] if ck.relaxed == IGR else brlen[v] * (rates[v] + rates[p]) / 2.0
+        if check and brlen[v] > 0.0 and not (RELBRLENS_MIN <= eff[v] <= RELBRLENS_MAX):
+            ok = False
+    return ok
+
+
+@numba.njit(**JIT_OPTIONS)
+def unrooted_view(parent, eff, t_parent, t_kids, t_brlen):
+    """mbgpu.clock.chain_tree.unrooted_view into a core tree row: the root's first internal child becomes
+    the root of a trifurcation, its sibling hangs below it on the two branches' summed length, and the
+    last node id takes the old root's id; children sorted (trees.fill_kids)."""
+    n = parent.shape[0]
+    n_tips = (n + 1) // 2
+    par = parent.copy()
+    bl = eff.copy()
+    r = 0
+    while parent[r] >= 0:
+        r += 1
+    a, b = -1, -1
+    for v in range(n):
+        if parent[v] == r:
+            if a < 0:
+                a = v
+            else:
+                b = v
+    keep, other = (a, b) if a >= n_tips else (b, a)
+    par[keep], par[other] = -1, keep
+    bl[other] += bl[keep]
+    bl[keep] = 0.0
+    last = n - 1
+    if r != last:
+        par[r], bl[r] = par[last], bl[last]
+        for v in range(n):
+            if par[v] == last:
+                par[v] = r
+    for v in range(last):
+        t_parent[v] = par[v]
+        t_brlen[v] = bl[v]
+    fill_kids(t_parent, t_kids)
+
+
+@numba.njit(**JIT_OPTIONS)
+def keep_clock(accepted, c0, c1, ck):
+    """Chains c0..c1-1 whose clock proposal was accepted keep its rows."""
+    for c in range(c0, c1):
+        if ck.live[c] and accepted[c]:
+            ck.parent[c, :] = ck.parent_p[c, :]
+            ck.kids[c, :, :] = ck.kids_p[c, :, :]
+            ck.depth[c, :] = ck.depth_p[c, :]
+            ck.brlen[c, :] = ck.brlen_p[c, :]
+            ck.written[c, :, :] = ck.written_p[c, :, :]
+            ck.rate[c] = ck.rate_p[c]
+            ck.params[c, :] = ck.params_p[c, :]
+            ck.rates[c, :] = ck.rates_p[c, :]
+            ck.eff[c, :] = ck.eff_p[c, :]
+        ck.live[c] = 0

@@ -286,7 +286,8 @@ def mark_chain(c, full, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, 
                order, mats):
     """Chain c's proposal: the other slot for the matrix of every changed branch (listed in `mats`) and
     for the partials of every node to recompute (marked, listed children first in `order`): those above a
-    changed branch or a node that changed parent; every branch and node when `full` (a new model).
+    changed branch or a node that changed parent (the new root's old parent included); every branch and
+    node when `full` (a new model).
     Returns (changed branches, nodes to recompute, root). The one home of this plan: host and device
     evaluations both start from it."""
     n = parent_p.shape[1]
@@ -300,6 +301,8 @@ def mark_chain(c, full, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, 
         p = par[v]
         if p < 0:
             root = v
+            if parent[c, v] >= 0:        # a new root (a clock tree's unrooted view): its old parent lost it
+                _mark_up(par, mark, parent[c, v])
             continue
         if full or bl[v] != brlen[c, v]:
             mslot_p[c, v] = 1 - mslot[c, v]

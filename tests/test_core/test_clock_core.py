@@ -1,8 +1,8 @@
 """Clock chains run in the compiled core (mbgpu.core.clock_rows / clock_moves): after a few hundred
 generations of every clock move (two runs of heated chains), each chain's rows are a ClockTree whose
 unrooted view is the core's tree row, whose interpreted log prior (ClockTree.ln_prior, checked against
-mb-double in tests/test_clock) is the core's compiled clock term to 1e-9, and whose whole LnPr is the
-chain's. That MrBayes scores the core's states as the core does is tests/test_clock/test_chain_state.py."""
+mb-double in tests/test_clock) is the core's compiled clock term to 1e-9, whose whole LnPr is the chain's,
+and whose log likelihood computed afresh is the one the core carried. That MrBayes scores the core's states as the core does is tests/test_clock/test_chain_state.py."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,6 +45,21 @@ def _stepped(case: str, tmp_path, monkeypatch) -> list:
     return held
 
 
+def _recomputed_lnl(core) -> np.ndarray:
+    """Every chain's log likelihood computed afresh (every node, current trees and models) by the core's own
+    evaluation into its proposal slots (which the next proposal overwrites)."""
+    from mbgpu.core.division import CUR, PROP
+
+    t, d = core.trees, core.divisions[0]
+    t.parent_p[:], t.kids_p[:], t.brlen_p[:] = t.parent, t.kids, t.brlen
+    for row in (d.evals, d.evecs, d.einv, d.crates, d.cweights, d.freqs, d.pinvar, d.mult):
+        row[:, PROP] = row[:, CUR]
+    core.todo[0, :] = 2
+    d.evaluate(core.view(0))
+    core.todo[0, :] = 0
+    return core.div_lnl_p[0].copy()
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_core_rows_are_a_clock_tree_with_the_interpreted_prior(case, tmp_path, monkeypatch):
     held = _stepped(case, tmp_path, monkeypatch)
@@ -61,6 +76,7 @@ def test_core_rows_are_a_clock_tree_with_the_interpreted_prior(case, tmp_path, m
         assert ch.lnpr == pytest.approx(ch.prior_fn.of_trees(ch.trees, ch.values), abs=1e-9)
         moved += int(core.moves.counts[c, :, 1].sum())
     assert moved > 100
+    np.testing.assert_allclose(_recomputed_lnl(core), core.div_lnl[0], rtol=0, atol=1e-7)
     accepted = {mv.name: mv.counts["accepted"] for mv in core.chains[0].moves}
     assert all(n > 0 for name, n in accepted.items() if "Clock" in name or "Stretch" in name), accepted
 
@@ -71,3 +87,26 @@ def test_the_core_takes_clock_chains_but_not_several_clock_trees():
         trees = [None, None]
 
     assert stepper.unsupported([Fake()]) == "several trees with a clock tree"
+
+
+def test_a_new_root_of_the_unrooted_view_recomputes_its_old_parent():
+    """A clock move can change which node roots the unrooted view (the rooted root's internal child): the
+    planning marks the old root, which lost a child (a run on primates found a stale partial there)."""
+    from mbgpu.core.division import mark_chain
+
+    old = np.array([16, 16, 12, 12, 14, 13, 13, 21, 21, 19, 18, 20, 14, 15, 15, 20, 17, -1, 17, 18, 17, 19])
+    new = old.copy()
+    new[17], new[18] = 18, -1                    # 18 was 17's child; now 17 hangs below the new root 18
+    n, n_tips = old.size, 12
+    rows = []
+    for par in (old, new):
+        kids = np.full((n, 3), -1, dtype=np.int32)
+        T.fill_kids(par.astype(np.int32), kids)
+        rows.append((par.astype(np.int32)[None], kids[None]))
+    brlen = np.full((1, n), 0.1)
+    slots = [np.zeros((1, n), dtype=np.int8) for _ in range(4)]
+    mark, order, mats = np.zeros(n, dtype=np.int8), np.zeros(2 * n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    _, k, root = mark_chain(0, False, rows[1][0], rows[1][1], brlen, rows[0][0], brlen, *slots, n_tips, mark, order,
+                            mats)
+    assert root == 18
+    assert set(order[:k].tolist()) == {17, 18}

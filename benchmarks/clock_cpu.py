@@ -6,6 +6,9 @@ Each program runs a short and a long analysis in fresh processes; the rate is th
 over the difference in wall time, so start-up cancels. Needs ../shared/peers/bin/mb (or --mb PATH).
 
     python benchmarks/clock_cpu.py [--short 500] [--long 3000] [--rounds 2] [--mb ../shared/peers/bin/mb]
+                                   [--extra 'set beagleprecision=single;']
+One core: `NUMBA_NUM_THREADS=1 taskset -c 3 python benchmarks/clock_cpu.py ...` (numba's threads otherwise
+spread mbgpu's likelihood over every core, MrBayes runs on one).
 """
 from __future__ import annotations
 
@@ -21,21 +24,22 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "configs" / "examples" / "primates_dating.nex"
 
 
-def command_file(ngen: int) -> str:
-    """The example with `ngen` generations, no sump/sumt and no checkpoints."""
-    text = EXAMPLE.read_text().replace("ngen=20000", "ngen=%d checkpoint=no" % ngen)
+def command_file(ngen: int, extra: str = "") -> str:
+    """The example with `ngen` generations, no sump/sumt and no checkpoints (`extra`: commands put before its
+    `mcmc`, for both programs)."""
+    text = EXAMPLE.read_text().replace("    mcmc ngen=20000", "    %s\n    mcmc ngen=%d checkpoint=no" % (extra, ngen))
     return text.replace("    sump;\n", "").replace("    sumt;\n", "")
 
 
-def timed(cmd: list, folder: Path, ngen: int) -> float:
-    (folder / "run.nex").write_text(command_file(ngen))
+def timed(cmd: list, folder: Path, ngen: int, extra: str = "") -> float:
+    (folder / "run.nex").write_text(command_file(ngen, extra))
     t = time.perf_counter()
     subprocess.run(cmd + ["run.nex"], cwd=folder, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t
 
 
-def rate(cmd: list, folder: Path, short: int, long: int) -> float:
-    return (long - short) / (timed(cmd, folder, long) - timed(cmd, folder, short))
+def rate(cmd: list, folder: Path, short: int, long: int, extra: str = "") -> float:
+    return (long - short) / (timed(cmd, folder, long, extra) - timed(cmd, folder, short, extra))
 
 
 def main(argv=None) -> int:
@@ -44,18 +48,20 @@ def main(argv=None) -> int:
     ap.add_argument("--long", type=int, default=3000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--mb", default=str(ROOT.parent / "shared" / "peers" / "bin" / "mb"))
+    ap.add_argument("--extra", default="", help="commands before mcmc, e.g. 'set beagleprecision=single;'")
     a = ap.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="mbgpu_clock_bench_"))
     ours, theirs = [sys.executable, "-m", "mbgpu", "--backend=cpu"], [a.mb]
     try:
-        timed(ours, folder, 10)                                    # numba's first compile
+        timed(ours, folder, 10, a.extra)                           # numba's first compile
         got = {"mbgpu": [], "MrBayes": []}
         for _ in range(a.rounds):
-            got["mbgpu"].append(rate(ours, folder, a.short, a.long))
-            got["MrBayes"].append(rate(theirs, folder, a.short, a.long))
+            got["mbgpu"].append(rate(ours, folder, a.short, a.long, a.extra))
+            got["MrBayes"].append(rate(theirs, folder, a.short, a.long, a.extra))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    print("primates_dating.nex (HKY+G, birth-death, free clock rate, calibrated clade), nruns=2 nchains=4, CPU")
+    print("primates_dating.nex (HKY+G, birth-death, free clock rate, calibrated clade), nruns=2 nchains=4, CPU %s"
+          % a.extra)
     for who, rates in got.items():
         print("  %-8s %s gen/s" % (who, "  ".join("%.0f" % r for r in rates)))
     ratio = max(got["mbgpu"]) / max(got["MrBayes"])

@@ -12,7 +12,7 @@ import pytest
 
 from tests.test_clock.gen0 import SETUP
 from tests.test_clock.test_chain_gen0 import _file, _gen0, _run_both, _trees_to_gen0
-from tests.test_clock.test_chain_sampling import _check_means, _runs
+from tests.test_clock.test_chain_sampling import Z_MAX, _check_means, _runs
 from tests.test_clock.trees import T1, T2
 
 UNIFORM = "prset brlenspr=clock:uniform"
@@ -53,10 +53,15 @@ PRIOR = {
     "tk02": (SETUP + UNIFORM + " clockvarpr=tk02 tk02varpr=uniform(0.5,2) treeagepr=gamma(0.5,0.2);", T1, 200000,
              ("TH", "TL", "tk02var", "effTL")),
 }
+# igrvar mixes slowly in both programs (one run's batch means understate its error several times: mb-double's
+# means over 6 seeds of 100k generations ranged 0.0024-0.0095, benchmarks/clock_prior_long.py --data), so the
+# posterior is compared over SEEDS runs of each program, with the spread of the runs' means as the error;
+# a free clock rate (a ridge with the tree age) is fixed here
 POSTERIOR = {
-    "igr_hky": ("lset nst=2 rates=gamma; " + UNIFORM + " clockvarpr=igr clockratepr=lognormal(-2,1);", T1, 100000,
-                ("LnL", "TH", "TL", "igrvar", "clockrate", "effTL")),
+    "igr_hky": ("lset nst=2 rates=gamma; " + UNIFORM + " clockvarpr=igr clockratepr=fixed(0.3);", T1, 40000,
+                ("LnL", "TH", "TL", "igrvar", "effTL")),
 }
+SEEDS = 4
 
 
 def _with_effective_lengths(out: dict) -> dict:
@@ -80,8 +85,18 @@ def test_prior_sampling_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
 @pytest.mark.parametrize("case", sorted(POSTERIOR))
 def test_posterior_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
     commands, newick, ngen, columns = POSTERIOR[case]
-    _check_means(_with_effective_lengths(_runs(tmp_path, monkeypatch, mb_double, commands, newick, ngen, True)),
-                 columns)
+    means = {"mb": [], "ours": []}
+    for seed in range(1, SEEDS + 1):
+        folder = tmp_path / str(seed)
+        folder.mkdir()
+        seeded = "set seed=%d swapseed=%d; %s" % (seed, seed, commands)
+        out = _with_effective_lengths(_runs(folder, monkeypatch, mb_double, seeded, newick, ngen, True))
+        for who, (table, _) in out.items():
+            means[who].append([table[col].mean() for col in columns])
+    a, b = np.array(means["mb"]), np.array(means["ours"])
+    se = np.hypot(a.std(axis=0, ddof=1), b.std(axis=0, ddof=1)) / np.sqrt(SEEDS)
+    z = (a.mean(axis=0) - b.mean(axis=0)) / se
+    assert np.all(np.abs(z) < Z_MAX), dict(zip(columns, zip(a.mean(axis=0), b.mean(axis=0), z)))
 
 
 @pytest.mark.gpu

@@ -73,22 +73,24 @@ def nested_clades(node, n_taxa: int) -> list[int]:
 
 def rooted_clades(parent, n_tips: int) -> list[int]:
     """nested_clades of a rooted parent-array tree (a clock tree's: mbgpu.clock.chain_tree.ClockTree.state)."""
-    bits = [0] * len(parent)
-    for v in range(n_tips):
-        bits[v] = 1 << v
-    order = sorted(range(len(parent)), key=lambda v: _depth_in_edges(parent, v), reverse=True)
-    for v in order:
+    n = len(parent)
+    kids: list[list[int]] = [[] for _ in range(n)]
+    root = -1
+    for v in range(n):
         p = int(parent[v])
         if p >= 0:
-            bits[p] |= bits[v]
-    return sorted({bits[v] for v in range(n_tips, len(parent)) if parent[v] >= 0})
-
-
-def _depth_in_edges(parent, v: int) -> int:
-    d = 0
-    while parent[v] >= 0:
-        v, d = int(parent[v]), d + 1
-    return d
+            kids[p].append(v)
+        else:
+            root = v
+    bits = [0] * n
+    order, stack = [], [root]                 # preorder; reversed, every child comes before its parent
+    while stack:
+        v = stack.pop()
+        order.append(v)
+        stack.extend(kids[v])
+    for v in reversed(order):
+        bits[v] = 1 << v if v < n_tips else sum(bits[k] for k in kids[v])
+    return sorted({bits[v] for v in range(n_tips, n) if parent[v] >= 0})
 
 
 def split_string(bits: int, n_taxa: int) -> str:

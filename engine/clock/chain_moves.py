@@ -17,6 +17,7 @@ from mbgpu.clock import tree_moves as tm
 from mbgpu.clock.pars_spr_clock import pars_spr_clock
 from mbgpu.clock.relaxed_state import in_bounds
 from mbgpu.clock.topology_moves import ext_spr_clock, nni_clock
+from mbgpu.core.branch_moves import autotune_multiplier_within
 from mbgpu.errors import NotImplementedYet
 from mbgpu.moves.base import Move, aborted, make_proposal
 
@@ -31,7 +32,8 @@ def kernel_state(rng: np.random.Generator) -> np.ndarray:
 class ClockMove(Move):
     """A clock move as mbgpu.clock.move_table lists it (`chain_move` sets weight, tuning, target and
     ranges from its ClockMoveSpec): `tuned` is the tuning value autotuning changes (None: not tuned), by
-    MrBayes' rule exp(+-min(0.01, 1/sqrt(batch))), kept strictly inside its range."""
+    MrBayes' rule (mbgpu.core.branch_moves.autotune_multiplier_within, the compiled core's too), kept
+    strictly inside its range."""
 
     tuned: str | None = None
     ranges: dict = {}
@@ -41,11 +43,8 @@ class ClockMove(Move):
         if self.target is None or self.tuned is None:
             return
         self.batches += 1
-        delta = min(0.01, 1.0 / math.sqrt(self.batches))
-        new = self.tuning[self.tuned] * math.exp(delta if acceptance_rate > self.target else -delta)
-        lo, hi = self.ranges[self.tuned]
-        if lo < new < hi:
-            self.tuning[self.tuned] = new
+        self.tuning[self.tuned] = autotune_multiplier_within(self.tuning[self.tuned], acceptance_rate, self.target,
+                                                             self.batches, *self.ranges[self.tuned])
 
 
 class _DepthMove(ClockMove):

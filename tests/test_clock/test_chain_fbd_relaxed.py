@@ -126,8 +126,8 @@ def test_state_after_moves_scores_as_mrbayes(clock, path, mb_double, tmp_path, m
 # the prior (data=no) of the FBD tree with two fossil tips whose ages are free (test_chain_fbd's fbd_free_rate)
 # under a relaxed clock: AddBranch / DelBranch make and unmake sampled ancestors and carry the rates along;
 # uniform variance priors away from MrBayes' RATE_MIN / RELBRLENS_MIN truncation (test_chain_relaxed's)
-FBD_PRIOR = (SETUP + "prset brlenspr=clock:fossilization nodeagepr=calibrated clockratepr=exponential(2) "
-             "speciationpr=exponential(5) extinctionpr=beta(2,2) fossilizationpr=beta(2,5) treeagepr=uniform(0.5,1.5); "
+FBD_PRIOR = (SETUP + "prset brlenspr=clock:fossilization nodeagepr=calibrated "
+             "speciationpr=exponential(5) extinctionpr=beta(8,2) fossilizationpr=beta(1,9) treeagepr=uniform(0.5,1.5); "
              "calibrate Tarsius_syrichta=uniform(0.05,0.3) Lemur_catta=uniform(0.02,0.2); prset")
 PRIOR = {
     "igr": (FBD_PRIOR + " clockvarpr=igr igrvarpr=uniform(0.02,0.1);", ("TH", "TL", "prop_ancfossil", "igrvar",

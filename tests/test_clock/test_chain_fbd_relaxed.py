@@ -31,7 +31,8 @@ FBD = ("lset nst=2 rates=gamma; prset tratiopr=fixed(6) shapepr=fixed(0.5) state
 # DelBranch unmake and make it
 STATE = {"igr": (FBD + " clockvarpr=igr igrvarpr=fixed(0.05);", 0.05),
          "tk02": (FBD + " clockvarpr=tk02 tk02varpr=fixed(0.5);", 0.5)}
-TOKEN = re.compile(r"\(|\)|,|[^(),:\[;]+:[-+.0-9eE]+(?:\[&B \w+ [-+.0-9eE]+\])?|:[-+.0-9eE]+(?:\[&B \w+ [-+.0-9eE]+\])?")
+LENGTH = r":[-+.0-9eE]+(?:\[&B \w+ [-+.0-9eE]+\])?"           # a length and its effective length
+TOKEN = re.compile(r"\(|\)|,|[^(),:\[;]+" + LENGTH + "|" + LENGTH)
 ANNOTATED = re.compile(r"([^(),:\[;]*):([-+.0-9eE]+)(?:\[&B \w+ ([-+.0-9eE]+)\])?")
 
 
@@ -103,9 +104,9 @@ def test_state_after_moves_scores_as_mrbayes(clock, path, mb_double, tmp_path, m
     ours.mkdir()
     shutil.copy(DATA, ours / "primates.nex")
     monkeypatch.chdir(ours)
+    start = "begin trees; tree t1 = [&R] %s\nend;\n" % SAMPLED_ANCESTOR
     interp_for(_file(model + " startvals tau=t1 v=t1;", "mcmc ngen=300 samplefreq=100 printfreq=100 nruns=1 "
-                     "nchains=1 checkpoint=no filename=u;", "begin trees; tree t1 = [&R] %s\nend;\n" % SAMPLED_ANCESTOR),
-               ours, "cmd.nex")
+                     "nchains=1 checkpoint=no filename=u;", start), ours, "cmd.nex")
     got = _row(ours / "u.p", 300)
     assert got["TH"] != _row(ours / "u.p", 0)["TH"], "the chain did not move"
     line = _named(re.sub(r"\[&[RU]\]", "", _tree_line(ours / "u.t")))

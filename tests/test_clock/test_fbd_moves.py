@@ -259,6 +259,24 @@ def test_counts_and_aborts():
     np.testing.assert_array_equal(depth, before)
 
 
+def test_relaxed_rates_follow_move_add_and_del_branch():
+    """Move_AddBranch (proposal.c): the fossil leaving its sampled-ancestor place takes its parent's rate,
+    `igrRate[p->index] = igrRate[q->index]` (tk02 alike), nothing else changes; Move_DelBranch leaves
+    every rate (its `igrRate[p->index] = igrRate[q->index]` is commented out). The prior-sampling test
+    (test_chain_fbd_relaxed, tk02) is the oracle check; igr's distribution hardly feels the copy."""
+    parent, kids, depth, n_tips = tree()
+    no_cal = np.full(parent.size, -1), np.zeros(parent.size), np.full(parent.size, math.inf)
+    rates = np.linspace(0.5, 1.5, parent.size)
+    s = seed(3)
+    assert del_branch(s, parent, kids, depth, n_tips, RATE, *no_cal, GAMMA_MEAN_SD, 0.0, math.inf, rates) > -math.inf
+    np.testing.assert_array_equal(rates, np.linspace(0.5, 1.5, parent.size))
+    (p,) = [v for v in FOSSILS if depth[parent[v]] == depth[v]]                  # now a sampled ancestor
+    before = rates.copy()
+    assert add_branch(s, parent, kids, depth, n_tips, RATE, *no_cal, GAMMA_MEAN_SD, 0.0, math.inf, rates) > -math.inf
+    assert depth[parent[p]] > depth[p] and rates[p] == before[parent[p]] != before[p]
+    np.testing.assert_array_equal(np.delete(rates, p), np.delete(before, p))
+
+
 def test_compiled_equal_interpreted():
     jitted = compile_kernels()
     parent, kids, depth, n_tips = tree()

@@ -16,11 +16,13 @@ from mbgpu.clock import param_moves as pm
 from mbgpu.clock.chain_moves import ClockMove, _DepthMove, _ParamMove, kernel_state
 from mbgpu.clock.fbd_moves import add_branch, del_branch
 from mbgpu.clock.fossil_spr import ext_fossil_spr_clock
+from mbgpu.clock.relaxed_state import RelaxedState
 from mbgpu.moves.base import aborted, make_proposal
 
 
 class _FossilBranchMove(ClockMove):
-    """AddBranch / DelBranch: only the fossil's parent depth changes (no tuning, not autotuned)."""
+    """AddBranch / DelBranch: only the fossil's parent depth changes, and under igr / tk02 AddBranch's
+    fossil takes its parent's rate (no tuning, not autotuned; no bound check on the effective lengths)."""
 
     kernel = staticmethod(add_branch)
 
@@ -30,11 +32,13 @@ class _FossilBranchMove(ClockMove):
         age = frame.model.tree_age
         cal_min = np.where(np.isnan(frame.cal_lo), 0.0, frame.cal_lo)
         cal_max = np.where(np.isnan(frame.cal_hi), math.inf, frame.cal_hi)
+        rates = np.ones(depth.shape[0]) if tree.relaxed is None else tree.relaxed.rates.copy()
         r = self.kernel(kernel_state(rng), st.parent, st.kids, depth, st.n_tips, st.clock_rate, st.cal_kind,
-                        cal_min, cal_max, age.kind, age.min, age.max)
+                        cal_min, cal_max, age.kind, age.min, age.max, rates)
         if not r > -math.inf:
             return aborted(tree)
-        return make_proposal(tree, tree.moved(st.parent, st.kids, depth), r)
+        relaxed = None if tree.relaxed is None else RelaxedState(tree.relaxed.kind, rates)
+        return make_proposal(tree, tree.moved(st.parent, st.kids, depth, relaxed=relaxed), r)
 
 
 class AddBranch(_FossilBranchMove):

@@ -7,7 +7,13 @@ only depths change. Calibrations are per node: `cal_kind[v]` (a mbgpu.clock.dist
 is not dated) and its age bounds `cal_min[v]`, `cal_max[v]` (Distribution.min/max, time units); the tree-age
 prior's (kind, min, max) stand in for an undated root. Each kernel returns the log proposal ratio (counts of
 candidates and the Jacobian) or -inf where MrBayes aborts, the arrays then unchanged; the caller adds the
-prior ratio (mbgpu.clock.fossilized). Relaxed-clock rates on the changed branches are not handled here.
+prior ratio (mbgpu.clock.fossilized).
+
+Relaxed clocks (igr / tk02, `rates` by node id as mbgpu.clock.relaxed_state): AddBranch gives the fossil the
+rate of its parent node (proposal.c: `igrRate[p->index] = igrRate[q->index]`, the same for tk02; no proposal
+term: the rate is set, not drawn); DelBranch leaves the fossil's rate alone (its branch, of zero length, has
+no prior term and no effective length). Neither checks the effective lengths' bounds. The caller recomputes
+the effective lengths from the new lengths and rates; a strict clock passes a scratch array.
 """
 from __future__ import annotations
 
@@ -72,10 +78,11 @@ def _depth_window(p, q, parent, depth, clock_rate, cal_kind, cal_min, cal_max, a
 
 @numba.njit(**JIT_OPTIONS)
 def add_branch(s, parent, kids, depth, n_tips, clock_rate, cal_kind, cal_min, cal_max,
-               age_kind, age_min, age_max) -> float:
+               age_kind, age_min, age_max, rates) -> float:
     """AddBranch(V) (Move_AddBranch): pick one of the k sampled ancestors p uniformly and raise its parent
     node by a length drawn uniformly in (0, hi - lo) of the depth window. Log ratio: log k - log(m + 1)
-    (m fossil tips before the move) + log((hi - lo) / clock rate), the Jacobian in time units."""
+    (m fossil tips before the move) + log((hi - lo) / clock rate), the Jacobian in time units. The fossil
+    takes its parent's relaxed-clock rate (rates[p] = rates[q])."""
     n_ancestors, n_fossil_tips = fossil_counts(parent, depth, n_tips)
     if n_ancestors == 0:
         return -math.inf
@@ -86,15 +93,17 @@ def add_branch(s, parent, kids, depth, n_tips, clock_rate, cal_kind, cal_min, ca
     if lo >= hi:
         return -math.inf
     depth[q] += rng.uniform(s) * (hi - lo)
+    rates[p] = rates[q]
     return math.log(n_ancestors) - math.log(n_fossil_tips + 1) + math.log((hi - lo) / clock_rate)
 
 
 @numba.njit(**JIT_OPTIONS)
 def del_branch(s, parent, kids, depth, n_tips, clock_rate, cal_kind, cal_min, cal_max,
-               age_kind, age_min, age_max) -> float:
+               age_kind, age_min, age_max, rates) -> float:
     """DelBranch(V) (Move_DelBranch): pick one of the m fossil tips p uniformly and lower its parent node q
     onto it (p becomes a sampled ancestor); aborts when p's sister is deeper than p - BRLENS_MIN or the
-    window of the reverse AddBranch is empty. Log ratio: log m - log(k + 1) - log((hi - lo) / clock rate)."""
+    window of the reverse AddBranch is empty. Log ratio: log m - log(k + 1) - log((hi - lo) / clock rate).
+    `rates` stay as they are (MrBayes leaves the new sampled ancestor's rate)."""
     n_ancestors, n_fossil_tips = fossil_counts(parent, depth, n_tips)
     if n_fossil_tips == 0:
         return -math.inf

@@ -212,8 +212,8 @@ SAMPLED_CLOCKS = ("strict", "igr", "tk02")
 
 def refuse_clock(settings, command: str) -> None:
     """The refusal of what the clock sampler does not run yet: `mcmc` or `ss` on a clock tree other than one
-    strict, igr or tk02 clock under the uniform, birth-death, coalescent or (strict clock, `mcmc` only)
-    fossilized birth-death prior (samplestrat=cluster there is MrBayes' error).
+    strict, igr or tk02 clock under the uniform, birth-death, coalescent or (`mcmc` only) fossilized
+    birth-death prior (samplestrat=cluster there is MrBayes' error).
 
     Raises:
         NotImplementedYet: such a clock setting.
@@ -237,15 +237,11 @@ def refuse_clock(settings, command: str) -> None:
 
 
 def _refuse_fossilization(model) -> None:
-    """MrBayes 3.2.7a stops at the first move under samplestrat=cluster (its words); the FBD moves
-    (mbgpu.clock.fbd_moves) do not carry relaxed-clock rates along.
+    """MrBayes 3.2.7a stops at the first move under samplestrat=cluster (its words); strict, igr and tk02
+    clocks run (the FBD moves carry igr / tk02 rates as MrBayes' do: mbgpu.clock.fbd_moves).
 
     Raises:
         ModelError: samplestrat=cluster.
-        NotImplementedYet: a relaxed clock.
     """
     if model.sample_strat == "cluster":
         raise ModelError("Sampling strategy Cluster for fossilized birth-death process not implemented")
-    if model.clock_var != "strict":
-        raise NotImplementedYet("mcmc with prset brlenspr=clock:fossilization and clockvarpr=%s is not supported "
-                                "yet" % model.clock_var)

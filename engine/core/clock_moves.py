@@ -64,7 +64,8 @@ def _copy_rows(c, ck):
 
 @numba.njit(**JIT_OPTIONS)
 def _tree_kernel(kind, c, s, tuning, ck):
-    """A move of the rooted arrays (depth, topology, clock rate, FBD fossils); its log proposal ratio."""
+    """A move of the rooted arrays (depth, topology, clock rate, FBD fossils, which also carry a relaxed
+    rate: AddBranch); its log proposal ratio."""
     parent, kids, depth, n_tips = ck.parent_p[c], ck.kids_p[c], ck.depth_p[c], (ck.parent.shape[1] + 1) // 2
     lo, hi, locked = ck.lo[c], ck.hi[c], ck.locked[c]
     depth_bounds(c, ck, lo, hi)
@@ -85,9 +86,9 @@ def _tree_kernel(kind, c, s, tuning, ck):
     cal_kind, age = ck.cal_kind[c], ck.model
     if kind == L.CLOCK_ADDBRANCH:
         return add_branch(s, parent, kids, depth, n_tips, ck.rate_p[c], cal_kind, ck.cal_min[c], ck.cal_max[c],
-                          int(age[1]), age[2], age[3])
+                          int(age[1]), age[2], age[3], ck.rates_p[c])
     return del_branch(s, parent, kids, depth, n_tips, ck.rate_p[c], cal_kind, ck.cal_min[c], ck.cal_max[c],
-                      int(age[1]), age[2], age[3])
+                      int(age[1]), age[2], age[3], ck.rates_p[c])
 
 
 @numba.njit(**JIT_OPTIONS)

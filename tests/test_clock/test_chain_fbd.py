@@ -42,6 +42,14 @@ CASES = {
     "fossiltip": (SETUP, FOSSILS + "Lemur_catta=fixed(0.05); prset samplestrat=fossiltip;", T4),
     "hky_gamma": ("lset nst=2 rates=gamma;", FOSSILS + "Lemur_catta=uniform(0.02,0.08); prset "
                   "clockratepr=lognormal(0,1);", T4),
+    # relaxed clocks: the sampled ancestor's zero-length branch has no rate term and no effective length
+    "igr_sampled_ancestor": (SETUP, FOSSILS + "Lemur_catta=fixed(0.55); prset clockvarpr=igr;", SAMPLED_ANCESTOR),
+    "igr_fossil_tips": ("lset nst=2 rates=gamma;", FOSSILS + "Lemur_catta=fixed(0.05); prset clockvarpr=igr "
+                        "igrvarpr=exponential(5);", T4),
+    "tk02_sampled_ancestor": (SETUP, FOSSILS + "Lemur_catta=fixed(0.55); prset clockvarpr=tk02;",
+                              SAMPLED_ANCESTOR),
+    "tk02_fossil_tips": (SETUP, FOSSILS + "Lemur_catta=fixed(0.05); prset clockvarpr=tk02 tk02varpr=exponential(2);",
+                         T4),
 }
 
 

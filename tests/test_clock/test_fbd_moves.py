@@ -25,6 +25,12 @@ from tests.test_clock.trees import T1, TAXA, arrays
 
 numba = pytest.importorskip("numba")
 
+
+def _ones(parent):
+    """The kernels' relaxed-rate array for a strict clock (scratch)."""
+    return np.ones(parent.shape[0])
+
+
 # T1 with Homo sapiens a fossil 0.02 deep (sister Pan, parent 0.05 deep, grandparent 0.07) and Macaca
 # fuscata 0.01 deep (sister M. mulatta, parent 0.03, grandparent 0.06); clock rate 0.02: ages 1.0 and 0.5
 TF = T1.replace("Homo_sapiens:0.05", "Homo_sapiens:0.03").replace("Macaca_fuscata:0.03", "Macaca_fuscata:0.02")
@@ -75,12 +81,12 @@ def _fbd_chain(s, weights, parent, kids, depth, n_tips, clock_rate, rates, shift
                 move += 1
             if move == ADD:
                 r = add_branch(s, parent, kids, depth, n_tips, rate, cal_kind, cal_min, cal_max, GAMMA_MEAN_SD,
-                               0.0, math.inf)
+                               0.0, math.inf, np.ones(parent.shape[0]))
                 if not use_jacobian and r > -math.inf:
                     r += math.log(rate)
             elif move == DEL:
                 r = del_branch(s, parent, kids, depth, n_tips, rate, cal_kind, cal_min, cal_max, GAMMA_MEAN_SD,
-                               0.0, math.inf)
+                               0.0, math.inf, np.ones(parent.shape[0]))
                 if not use_jacobian and r > -math.inf:
                     r -= math.log(rate)
             elif move == SPECIATION:
@@ -234,23 +240,41 @@ def test_counts_and_aborts():
     no_cal = np.full(parent.size, -1), np.zeros(parent.size), np.full(parent.size, math.inf)
     s = seed(3)
     before = depth.copy()
-    r = del_branch(s, parent, kids, depth, n_tips, RATE, *no_cal, GAMMA_MEAN_SD, 0.0, math.inf)
+    r = del_branch(s, parent, kids, depth, n_tips, RATE, *no_cal, GAMMA_MEAN_SD, 0.0, math.inf, _ones(parent))
     assert r > -math.inf and fm.fossil_counts(parent, depth, n_tips) == (1, 1)
-    assert add_branch(s, parent, kids, depth, n_tips, RATE, *no_cal, GAMMA_MEAN_SD, 0.0, math.inf) > -math.inf
+    assert add_branch(s, parent, kids, depth, n_tips, RATE, *no_cal, GAMMA_MEAN_SD, 0.0, math.inf, _ones(parent)) > -math.inf
     assert fm.fossil_counts(parent, depth, n_tips) == (0, 2)
     depth[:] = before
     kinds, lows, highs = no_cal
     kinds[parent[list(FOSSILS)]] = 0                                   # fixed-age parents
     lows[parent[list(FOSSILS)]] = highs[parent[list(FOSSILS)]] = depth[parent[list(FOSSILS)]] / RATE
-    assert del_branch(s, parent, kids, depth, n_tips, RATE, kinds, lows, highs, GAMMA_MEAN_SD, 0.0, math.inf) == -math.inf
+    assert del_branch(s, parent, kids, depth, n_tips, RATE, kinds, lows, highs, GAMMA_MEAN_SD, 0.0, math.inf, _ones(parent)) == -math.inf
     np.testing.assert_array_equal(depth, before)
     hylobates = TAXA.index("Hylobates")                                # 0.10 deep, sister (apes) 0.12 deep
     parent, depth, _ = arrays(T1.replace("Hylobates:0.18", "Hylobates:0.08"), (hylobates,))
     kids, before = children(parent), depth.copy()
     assert fm.fossil_counts(parent, depth, n_tips) == (0, 1)
     no_cal = np.full(parent.size, -1), np.zeros(parent.size), np.full(parent.size, math.inf)
-    assert del_branch(s, parent, kids, depth, n_tips, RATE, *no_cal, GAMMA_MEAN_SD, 0.0, math.inf) == -math.inf
+    assert del_branch(s, parent, kids, depth, n_tips, RATE, *no_cal, GAMMA_MEAN_SD, 0.0, math.inf, _ones(parent)) == -math.inf
     np.testing.assert_array_equal(depth, before)
+
+
+def test_relaxed_rates_follow_move_add_and_del_branch():
+    """Move_AddBranch (proposal.c): the fossil leaving its sampled-ancestor place takes its parent's rate,
+    `igrRate[p->index] = igrRate[q->index]` (tk02 alike), nothing else changes; Move_DelBranch leaves
+    every rate (its `igrRate[p->index] = igrRate[q->index]` is commented out). The prior-sampling test
+    (test_chain_fbd_relaxed, tk02) is the oracle check; igr's distribution hardly feels the copy."""
+    parent, kids, depth, n_tips = tree()
+    no_cal = np.full(parent.size, -1), np.zeros(parent.size), np.full(parent.size, math.inf)
+    rates = np.linspace(0.5, 1.5, parent.size)
+    s = seed(3)
+    assert del_branch(s, parent, kids, depth, n_tips, RATE, *no_cal, GAMMA_MEAN_SD, 0.0, math.inf, rates) > -math.inf
+    np.testing.assert_array_equal(rates, np.linspace(0.5, 1.5, parent.size))
+    (p,) = [v for v in FOSSILS if depth[parent[v]] == depth[v]]                  # now a sampled ancestor
+    before = rates.copy()
+    assert add_branch(s, parent, kids, depth, n_tips, RATE, *no_cal, GAMMA_MEAN_SD, 0.0, math.inf, rates) > -math.inf
+    assert depth[parent[p]] > depth[p] and rates[p] == before[parent[p]] != before[p]
+    np.testing.assert_array_equal(np.delete(rates, p), np.delete(before, p))
 
 
 def test_compiled_equal_interpreted():
@@ -258,10 +282,10 @@ def test_compiled_equal_interpreted():
     parent, kids, depth, n_tips = tree()
     cal = np.full(parent.size, -1), np.zeros(parent.size), np.full(parent.size, math.inf)
     a, b = depth.copy(), depth.copy()
-    assert jitted["del_branch"](seed(4), parent, kids, a, n_tips, RATE, *cal, GAMMA_MEAN_SD, 0.0, math.inf) == \
-        pytest.approx(del_branch.py_func(seed(4), parent, kids, b, n_tips, RATE, *cal, GAMMA_MEAN_SD, 0.0, math.inf), abs=1e-12)
-    assert jitted["add_branch"](seed(5), parent, kids, a, n_tips, RATE, *cal, GAMMA_MEAN_SD, 0.0, math.inf) == \
-        pytest.approx(add_branch.py_func(seed(5), parent, kids, b, n_tips, RATE, *cal, GAMMA_MEAN_SD, 0.0, math.inf), abs=1e-12)
+    assert jitted["del_branch"](seed(4), parent, kids, a, n_tips, RATE, *cal, GAMMA_MEAN_SD, 0.0, math.inf, _ones(parent)) == \
+        pytest.approx(del_branch.py_func(seed(4), parent, kids, b, n_tips, RATE, *cal, GAMMA_MEAN_SD, 0.0, math.inf, _ones(parent)), abs=1e-12)
+    assert jitted["add_branch"](seed(5), parent, kids, a, n_tips, RATE, *cal, GAMMA_MEAN_SD, 0.0, math.inf, _ones(parent)) == \
+        pytest.approx(add_branch.py_func(seed(5), parent, kids, b, n_tips, RATE, *cal, GAMMA_MEAN_SD, 0.0, math.inf, _ones(parent)), abs=1e-12)
     np.testing.assert_array_equal(a, b)
 
 

@@ -73,9 +73,9 @@ def _move(m, s, parent, kids, depth, n_tips, lo, hi, locked, tunings, cal_kind, 
         return ext_fossil_spr_clock(s, parent, kids, depth, n_tips, lo, hi, locked, EXTFOSSILSPR_P_EXT)
     if m == 4:
         return add_branch(s, parent, kids, depth, n_tips, 1.0, cal_kind, cal_min, cal_max, GAMMA_MEAN_SD, 0.0,
-                          math.inf)
+                          math.inf, np.ones(parent.shape[0]))
     return del_branch(s, parent, kids, depth, n_tips, 1.0, cal_kind, cal_min, cal_max, GAMMA_MEAN_SD, 0.0,
-                      math.inf)
+                      math.inf, np.ones(parent.shape[0]))
 
 
 def _chain(s, cdf, tunings, parent, kids, depth, n_tips, lo, hi, locked, cal_kind, cal_min, cal_max, n_gen,

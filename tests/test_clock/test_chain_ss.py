@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from mbgpu.errors import ModelError
+from mbgpu.sampler import stepping_stone
 from tests.helpers import interp_for, output
 from tests.test_clock.trees import DATA
 from tests.test_sampler.test_stepping_stone import _run_estimates, _run_mb, _run_mbgpu, _ss_rows
@@ -95,11 +96,27 @@ def test_fbd_ss_cluster_sampling_is_mrbayes_error(mb_double, tmp_path, monkeypat
     assert sentence in e.value.one_line()
 
 
+def _step_means(folder, nruns: int, column: str, p) -> list[list[float]]:
+    """Per step of the ss plan `p`, each run's mean of `column` in the .p file over the step's samples after
+    its burnin (primates.nex.runN.p: MrBayes names the files after the last executed file)."""
+    out = [[] for _ in range(p.nsteps)]
+    for run in range(1, nruns + 1):
+        lines = (folder / ("primates.nex.run%d.p" % run)).read_text().splitlines()
+        head = lines[1].split("\t")
+        rows = [(int(r[0]), float(r[head.index(column)])) for r in (ln.split("\t") for ln in lines[2:])]
+        for k in range(p.nsteps):
+            start = p.burnin_samples * p.samplefreq + k * p.step_gens
+            xs = [x for g, x in rows if start + p.step_burnin_gens < g <= start + p.step_gens]
+            out[k].append(statistics.mean(xs))
+    return out
+
+
 @pytest.mark.slow
 def test_fbd_ss_estimate_agrees_with_mrbayes(mb_double, tmp_path, monkeypatch):
     """64 runs of MrBayes and 32 of mbgpu, 10 steps each, on the FBD model above: their mean marginal
     likelihoods agree within the runs' spread (one run's SD about 2 log units in both; mb-double's mean
-    -708.45 +- 0.16 over 128 runs)."""
+    -708.45 +- 0.16 over 128 runs), and so does each step's mean prop_ancfossil (0 near the posterior, about
+    0.9 at power 0: the FBD prior's sampled ancestors, which the estimate alone barely feels)."""
     settings = " ss ngen=20000 samplefreq=10 printfreq=20000 nchains=1 nsteps=10 diagnfreq=20000"
     body = " set seed=11 swapseed=12;\n " + FBD + settings
     theirs = _run_estimates(_run_primates(mb_double, tmp_path / "mb", body + " nruns=64;\n"))
@@ -108,3 +125,12 @@ def test_fbd_ss_estimate_agrees_with_mrbayes(mb_double, tmp_path, monkeypatch):
     m1, m2 = statistics.mean(mine), statistics.mean(theirs)
     print("mbgpu %.4f +- %.4f   MrBayes %.4f +- %.4f" % (m1, _se(mine), m2, _se(theirs)))
     assert abs(m1 - m2) < 4 * math.hypot(_se(mine), _se(theirs)), (mine, theirs)
+    p = stepping_stone.plan({"Ngen": 20000, "Samplefreq": 10, "Relburnin": "Yes", "Burninfrac": 0.25, "Burnin": 0},
+                            {"Nsteps": 10, "Burninss": -1, "Alpha": 0.4, "Fromprior": "No"})
+    ours, mb = _step_means(tmp_path / "ours", 32, "prop_ancfossil", p), _step_means(tmp_path / "mb", 64,
+                                                                                     "prop_ancfossil", p)
+    for k, (a, b) in enumerate(zip(ours, mb), 1):
+        sa, sb = statistics.stdev(a) / math.sqrt(len(a)), statistics.stdev(b) / math.sqrt(len(b))
+        print("step %d  prop_ancfossil mbgpu %.3f +- %.3f   MrBayes %.3f +- %.3f"
+              % (k, statistics.mean(a), sa, statistics.mean(b), sb))
+        assert abs(statistics.mean(a) - statistics.mean(b)) < 4 * math.hypot(sa, sb) + 0.01, k

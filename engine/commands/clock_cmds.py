@@ -212,8 +212,9 @@ SAMPLED_CLOCKS = ("strict", "igr", "tk02")
 
 def refuse_clock(settings, command: str) -> None:
     """The refusal of what the clock sampler does not run yet: `mcmc` or `ss` on a clock tree other than one
-    strict, igr or tk02 clock under the uniform, birth-death, coalescent or (`mcmc` only) fossilized
-    birth-death prior (samplestrat=cluster there is MrBayes' error).
+    strict, igr or tk02 clock under the uniform, birth-death, coalescent or fossilized birth-death prior
+    (samplestrat=cluster there is MrBayes' error, for `ss` too: measured); `ss` refuses a relaxed clock under
+    FBD (checked with the strict clock only).
 
     Raises:
         NotImplementedYet: such a clock setting.
@@ -231,8 +232,9 @@ def refuse_clock(settings, command: str) -> None:
     if model.clock_var not in SAMPLED_CLOCKS:
         raise NotImplementedYet("%s with prset clockvarpr=%s is not supported yet" % (command, model.clock_var))
     if model.tree_prior == "fossilization":
-        if command != "mcmc":
-            raise NotImplementedYet("%s with prset brlenspr=%s is not supported yet" % (command, brlens))
+        if command != "mcmc" and model.clock_var != "strict" and model.sample_strat != "cluster":
+            raise NotImplementedYet("%s with prset brlenspr=%s and clockvarpr=%s is not supported yet"
+                                    % (command, brlens, model.clock_var))
         _refuse_fossilization(model)
 
 

@@ -102,7 +102,7 @@ def test_keep_tips_joins_branches_and_renumbers():
 def test_hymfossil_runs_to_its_clock_prior(shared_data, mb_double, tmp_path, monkeypatch):
     """MrBayes' example: ctype, exclude, taxsets, constraints over `1-.`, delete, 45 tip and 2 node
     calibrations, its fossilized birth-death igr clock: every command is taken (its `mcmcp` too), the clock
-    model is MrBayes' (the .p header mb-double writes for it), and `mcmc` refuses the clock tree."""
+    model is MrBayes' (the .p header mb-double writes for it), and `mcmc` runs it with that header."""
     import subprocess
 
     from mbgpu.clock.model import clock_models
@@ -122,8 +122,12 @@ def test_hymfossil_runs_to_its_clock_prior(shared_data, mb_double, tmp_path, mon
     subprocess.run([str(mb_double), "h.nex"], cwd=tmp_path, capture_output=True, timeout=300)
     header = (tmp_path / "x.p").read_text().splitlines()[1].split("\t")[3:]
     assert clock_pfile_header(it.settings, free_parameters(it.settings), [m]) == header
-    with pytest.raises(NotImplementedYet, match="mcmc with prset .*igr is not supported yet"):
-        Interpreter(Console(io.StringIO())).run_file(str(tmp_path / "h.nex"))
+    ours = tmp_path / "ours"                   # FBD + igr runs (session 43): one generation, MrBayes' header
+    ours.mkdir()
+    (ours / "h.nex").write_text(run)
+    monkeypatch.chdir(ours)
+    Interpreter(Console(io.StringIO())).run_file(str(ours / "h.nex"))
+    assert (ours / "x.p").read_text().splitlines()[1] == (tmp_path / "x.p").read_text().splitlines()[1]
 
 
 @pytest.mark.parametrize("commands", [

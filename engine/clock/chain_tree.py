@@ -16,7 +16,7 @@ import numpy as np
 
 from mbgpu.clock.log_prior import ln_prior
 from mbgpu.clock.relaxed_state import RelaxedState, start_relaxed
-from mbgpu.clock.rooted import root_of
+from mbgpu.clock.rooted import branch_lengths, keep_written_order, moved_lengths, root_of, unrooted_view_into
 from mbgpu.clock.start_tree import ClockStart
 from mbgpu.tree import Tree
 
@@ -58,28 +58,12 @@ def frame_of(model, state: ClockStart) -> ClockFrame:
     return ClockFrame(model, lo, hi)
 
 
-def lengths_of(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """Each branch's length from the depths (parent depth - depth; 0 at the root)."""
-    return np.where(parent >= 0, depth[parent] - depth, 0.0)
-
-
 def unrooted_view(parent: np.ndarray, lengths: np.ndarray, n_tips: int) -> tuple[np.ndarray, np.ndarray]:
-    """(parent, brlen) of the rooted tree without its root: the root's first internal child becomes the
-    root of a trifurcation, its sibling hangs below it on the two branches' summed length, and the last
-    node id takes the old root's id (2 n - 2 nodes, tips unchanged)."""
-    brlen = lengths.copy()
-    r = root_of(parent)
-    a, b = np.flatnonzero(parent == r)
-    keep, other = (a, b) if a >= n_tips else (b, a)
-    par = parent.copy()
-    par[keep], par[other] = -1, keep
-    brlen[other] += brlen[keep]
-    brlen[keep] = 0.0
-    last = parent.shape[0] - 1
-    if r != last:
-        par[r], brlen[r] = par[last], brlen[last]
-        par[par == last] = r
-    return par[:last], brlen[:last]
+    """(parent, brlen) of the rooted tree without its root (mbgpu.clock.rooted.unrooted_view_into: 2 n - 2
+    nodes, tips unchanged)."""
+    t_parent, t_brlen = np.empty(parent.shape[0] - 1, dtype=np.int64), np.empty(parent.shape[0] - 1)
+    unrooted_view_into(parent, lengths, t_parent, t_brlen)
+    return t_parent, t_brlen
 
 
 class ClockTree(Tree):
@@ -91,7 +75,7 @@ class ClockTree(Tree):
 
     def __init__(self, frame: ClockFrame, state: ClockStart, params: dict, relaxed: RelaxedState | None = None):
         if state.brlen is None:
-            state = replace(state, brlen=lengths_of(state.parent, state.depth))
+            state = replace(state, brlen=branch_lengths(state.parent, state.depth))
         if relaxed is None:
             relaxed = start_relaxed(frame.model, state.parent.shape[0])
         self.eff = state.brlen if relaxed is None else relaxed.effective_lengths(state.parent, state.brlen)
@@ -115,12 +99,11 @@ class ClockTree(Tree):
         (depth differences): the others keep theirs, a start tree's as written; children keep their order
         where a node's children stay the same (MrBayes' left/right, the order the .t file prints)."""
         old = self.state
-        moved = (parent != old.parent) | (depth != old.depth)
-        moved |= (parent >= 0) & (depth[parent] != old.depth[np.maximum(old.parent, 0)])
-        lengths = np.where(moved, lengths_of(parent, depth), old.brlen)
+        lengths = old.brlen.copy()
         written = old.written_kids
-        if written is not None and moved.any():
-            written = np.where((np.sort(written, axis=1) == kids).all(axis=1)[:, None], written, kids)
+        if moved_lengths(parent, depth, old.parent, old.depth, lengths) and written is not None:
+            written = written.copy()
+            keep_written_order(written, kids)
         state = replace(old, parent=parent, kids=kids, depth=depth, brlen=lengths, written_kids=written,
                         clock_rate=old.clock_rate if clock_rate is None else clock_rate)
         return ClockTree(self.frame, state, self.params if params is None else params,

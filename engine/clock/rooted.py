@@ -97,3 +97,65 @@ def branch_lengths(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
         if parent[v] >= 0:
             out[v] = depth[parent[v]] - depth[v]
     return out
+
+
+@numba.njit(**JIT_OPTIONS)
+def unrooted_view_into(parent, lengths, t_parent, t_brlen):
+    """The rooted tree without its root, into t_parent / t_brlen (N - 1 nodes): the root's first internal
+    child becomes the root of a trifurcation, its sibling hangs below it on the two branches' summed
+    length, and the last node id takes the old root's id (tips unchanged). The one rule of a clock tree's
+    unrooted view (mbgpu.clock.chain_tree.ClockTree and the compiled core's rows)."""
+    n = parent.shape[0]
+    n_tips = (n + 1) // 2
+    par = parent.copy()
+    bl = lengths.copy()
+    r = root_of(parent)
+    a, b = -1, -1
+    for v in range(n):
+        if parent[v] == r:
+            if a < 0:
+                a = v
+            else:
+                b = v
+    keep, other = (a, b) if a >= n_tips else (b, a)
+    par[keep], par[other] = -1, keep
+    bl[other] += bl[keep]
+    bl[keep] = 0.0
+    last = n - 1
+    if r != last:
+        par[r], bl[r] = par[last], bl[last]
+        for v in range(n):
+            if par[v] == last:
+                par[v] = r
+    for v in range(last):
+        t_parent[v] = par[v]
+        t_brlen[v] = bl[v]
+
+
+@numba.njit(**JIT_OPTIONS)
+def moved_lengths(parent, depth, old_parent, old_depth, brlen) -> bool:
+    """MrBayes' branch lengths after a move, in place in `brlen` (the old lengths): only a branch whose ends
+    moved (its node or parent changed, or either end's depth) gets its depth difference (0 at the root);
+    the others keep theirs (a start tree's as written). Returns whether any branch moved."""
+    any_moved = False
+    for v in range(parent.shape[0]):
+        p = parent[v]
+        moved = p != old_parent[v] or depth[v] != old_depth[v]
+        if p >= 0 and depth[p] != old_depth[max(old_parent[v], 0)]:
+            moved = True
+        if moved:
+            brlen[v] = depth[p] - depth[v] if p >= 0 else 0.0
+            any_moved = True
+    return any_moved
+
+
+@numba.njit(**JIT_OPTIONS)
+def keep_written_order(written, kids):
+    """Each node's written children (the .t file's order) where they are still its children, else its
+    sorted children `kids`, in place."""
+    for v in range(kids.shape[0]):
+        a, b = written[v, 0], written[v, 1]
+        if a > b:
+            a, b = b, a
+        if a != kids[v, 0] or b != kids[v, 1]:
+            written[v, 0], written[v, 1] = kids[v, 0], kids[v, 1]

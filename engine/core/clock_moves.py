@@ -22,6 +22,7 @@ from mbgpu.clock.fossil_spr import ext_fossil_spr_clock
 from mbgpu.clock.limits import RELBRLENS_MAX, RELBRLENS_MIN
 from mbgpu.clock.pars_spr_clock import pars_spr_clock
 from mbgpu.clock.prior_table import ln_clock_prior
+from mbgpu.clock.rooted import keep_written_order, moved_lengths, unrooted_view_into
 from mbgpu.clock.topology_moves import ext_spr_clock, nni_clock
 from mbgpu.core import layout as L
 from mbgpu.core.trees import fill_kids
@@ -140,34 +141,13 @@ def propose_clock(kind, c, s, tuning, lo, hi, ck, t_parent, t_kids, t_brlen, brl
 
 @numba.njit(**JIT_OPTIONS)
 def settle(c, ck, check_relaxed):
-    """ClockTree.moved on chain c's proposal: new lengths where a branch's ends moved, the written child
-    order kept where a node keeps its children, effective lengths from the rates; False when a relaxed
-    clock's effective length left MrBayes' bounds (`check_relaxed`: a move of the tree or the clock rate)."""
-    parent, depth, brlen = ck.parent_p[c], ck.depth_p[c], ck.brlen_p[c]
-    old_parent, old_depth = ck.parent[c], ck.depth[c]
-    any_moved = False
-    for v in range(parent.shape[0]):
-        p = parent[v]
-        moved = p != old_parent[v] or depth[v] != old_depth[v]
-        if p >= 0 and depth[p] != old_depth[max(old_parent[v], 0)]:
-            moved = True
-        if moved:
-            brlen[v] = depth[p] - depth[v] if p >= 0 else 0.0
-            any_moved = True
-    if any_moved:
-        _written_order(ck.written_p[c], ck.kids_p[c])
+    """ClockTree.moved on chain c's proposal (mbgpu.clock.rooted's rules): new lengths where a branch's ends
+    moved, the written child order kept where a node keeps its children, effective lengths from the rates;
+    False when a relaxed clock's effective length left MrBayes' bounds (`check_relaxed`: a move of the tree
+    or the clock rate)."""
+    if moved_lengths(ck.parent_p[c], ck.depth_p[c], ck.parent[c], ck.depth[c], ck.brlen_p[c]):
+        keep_written_order(ck.written_p[c], ck.kids_p[c])
     return _effective(c, ck, check_relaxed)
-
-
-@numba.njit(**JIT_OPTIONS)
-def _written_order(written, kids):
-    """Each node's written children where they are still its children, else its (sorted) children."""
-    for v in range(kids.shape[0]):
-        a, b = written[v, 0], written[v, 1]
-        if a > b:
-            a, b = b, a
-        if a != kids[v, 0] or b != kids[v, 1]:
-            written[v, 0], written[v, 1] = kids[v, 0], kids[v, 1]
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -192,36 +172,8 @@ def _effective(c, ck, check):
 
 @numba.njit(**JIT_OPTIONS)
 def unrooted_view(parent, eff, t_parent, t_kids, t_brlen):
-    """mbgpu.clock.chain_tree.unrooted_view into a core tree row: the root's first internal child becomes
-    the root of a trifurcation, its sibling hangs below it on the two branches' summed length, and the
-    last node id takes the old root's id; children sorted (trees.fill_kids)."""
-    n = parent.shape[0]
-    n_tips = (n + 1) // 2
-    par = parent.copy()
-    bl = eff.copy()
-    r = 0
-    while parent[r] >= 0:
-        r += 1
-    a, b = -1, -1
-    for v in range(n):
-        if parent[v] == r:
-            if a < 0:
-                a = v
-            else:
-                b = v
-    keep, other = (a, b) if a >= n_tips else (b, a)
-    par[keep], par[other] = -1, keep
-    bl[other] += bl[keep]
-    bl[keep] = 0.0
-    last = n - 1
-    if r != last:
-        par[r], bl[r] = par[last], bl[last]
-        for v in range(n):
-            if par[v] == last:
-                par[v] = r
-    for v in range(last):
-        t_parent[v] = par[v]
-        t_brlen[v] = bl[v]
+    """mbgpu.clock.rooted.unrooted_view_into a core tree row, children sorted (trees.fill_kids)."""
+    unrooted_view_into(parent, eff, t_parent, t_brlen)
     fill_kids(t_parent, t_kids)
 
 

@@ -1,11 +1,13 @@
-"""MPI scaling of the MC3 sampler: generations/s of `mcmc nchains=4 nruns=2` (8 chains) with 1, 2, 4, 8
-ranks (all sharing the visible GPU(s)), on simulated protein data (40 taxa x 20k sites, WAG+G4).
+"""MPI scaling of the MC3 sampler: generations/s of `mcmc nchains=4 nruns=2` (8 chains; --nruns/--nchains)
+with 1, 2, 4, 8 ranks (one visible GPU per local rank, shared when fewer), on simulated protein data (40 taxa
+x 20k sites, WAG+G4) or DNA (--case dna: 64 taxa x 50k sites, GTR+I+G).
 
 Each rank count runs `mpirun -np N python -m mbgpu.mpi run.nex` in a fresh folder; the rate is measured
 between the first and the last printed generation on rank 0's screen, so start-up (data, kernels,
 initial state) is not counted. The .p files of every rank count are compared with the 1-rank run's.
 
     python3 benchmarks/mpi_scaling.py [--ranks 1,2,4,8] [--ngen 400] [--backend gpu|cpu] [--scale 1.0]
+                                      [--case dna|protein] [--nruns 2] [--nchains 4]
 """
 from __future__ import annotations
 
@@ -37,18 +39,19 @@ def launcher(n: int) -> list[str]:
     return [exe, *flags, "-np", str(n)]
 
 
-def block(data: str, case: dict, ngen: int) -> str:
+def block(data: str, case: dict, ngen: int, nruns: int = 2, nchains: int = 4) -> str:
     printfreq = max(1, ngen // 4)
     return ("#NEXUS\nbegin mrbayes;\n  set autoclose=yes nowarn=yes seed=11 swapseed=12;\n  execute %s;\n  %s %s\n"
-            "  mcmc ngen=%d nchains=4 nruns=2 samplefreq=%d printfreq=%d diagnfreq=%d checkpoint=no "
-            "filename=out;\nend;\n" % (data, case["lset"], case["prset"], ngen, printfreq, printfreq, ngen))
+            "  mcmc ngen=%d nchains=%d nruns=%d samplefreq=%d printfreq=%d diagnfreq=%d checkpoint=no "
+            "filename=out;\nend;\n" % (data, case["lset"], case["prset"], ngen, nchains, nruns, printfreq, printfreq,
+                                        ngen))
 
 
-def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str) -> dict:
+def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str, runs: tuple = (2, 4)) -> dict:
     work = os.path.join(folder, "np%d" % n)
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "run.nex"), "w", encoding="ascii") as f:
-        f.write(block(data, case, ngen))
+        f.write(block(data, case, ngen, *runs))
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     start = time.time()
     proc = subprocess.Popen(launcher(n) + [sys.executable, "-m", "mbgpu.mpi", "--backend=%s" % backend, "run.nex"],
@@ -76,18 +79,21 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", default="gpu", choices=("gpu", "cpu"))
     ap.add_argument("--case", default="protein", choices=sorted(CASES))
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the site count (quick local checks)")
+    ap.add_argument("--nruns", type=int, default=2)
+    ap.add_argument("--nchains", type=int, default=4)
     args = ap.parse_args(argv)
     case = CASES[args.case]
     folder = tempfile.mkdtemp(prefix="mpi_scaling_")
     n_sites = max(100, int(case["n_sites"] * args.scale))
     data = os.path.join(folder, "data.nex")
     write_nexus(data, simulate(case["n_taxa"], n_sites, case["spec"], seed=5), case["alphabet"], case["spec"].datatype)
-    print("%s %d taxa x %d sites, 2 runs x 4 chains, %d generations, backend %s; %d CPU cores usable (of %d)"
-          % (args.case, case["n_taxa"], n_sites, args.ngen, args.backend, len(os.sched_getaffinity(0)), os.cpu_count()))
+    print("%s %d taxa x %d sites, %d runs x %d chains, %d generations, backend %s; %d CPU cores usable (of %d)"
+          % (args.case, case["n_taxa"], n_sites, args.nruns, args.nchains, args.ngen, args.backend,
+             len(os.sched_getaffinity(0)), os.cpu_count()))
     print("%5s %8s %9s %8s %9s %6s  %s" % ("ranks", "gens", "gen/s", "speedup", "wall s", "same", "devices"))
     base = None
     for n in [int(x) for x in args.ranks.split(",")]:
-        r = run_ranks(folder, data, case, n, args.ngen, args.backend)
+        r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains))
         if "error" in r:
             print("%5d failed:\n%s" % (n, r["error"]), flush=True)
             continue

@@ -4,7 +4,8 @@ Stored (keys under the chain's group, prefix `clock/`): the rooted arrays the mo
 depth), the branch lengths as they stand (MrBayes keeps a start tree's written lengths on branches no move
 has touched, so they are not depth differences), each node's written child order (the .t file's
 left/right), the clock rate, the tree-prior parameters and a relaxed clock's rates (`clock/rates`: igr per
-branch, tk02 per node, by node id). Not stored: what follows from the settings. The
+branch, tk02 per node, by node id) and CPP events (`clock/cpp_events`, `clock/cpp_positions`,
+`clock/cpp_multipliers`: per node its count, then rows of the state's capacity). Not stored: what follows from the settings. The
 frame (ClockModel, calibration ranges by node) is rebuilt from the restored tree as `frame_of` builds it at
 the start; the per-node calibrations and hard-constraint locks are carried over from the freshly built
 chain's start tree by clade (the tips below each such node), so a continuation with another start tree
@@ -44,6 +45,9 @@ def capture_clock(tree: ClockTree) -> dict:
            "param_sizes": np.array([np.size(tree.params[k]) for k in names], dtype=np.int64)}
     if tree.relaxed is not None:
         out["rates"] = tree.relaxed.rates
+    if tree.relaxed is not None and tree.relaxed.kind == "cpp":
+        out.update(cpp_events=tree.relaxed.n_events, cpp_positions=tree.relaxed.positions,
+                   cpp_multipliers=tree.relaxed.multipliers)
     return {PREFIX + k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in out.items()}
 
 
@@ -100,7 +104,16 @@ def _relaxed(fresh: ClockTree, st: dict, n: int, where: str):
     if np.shape(rates) != (n,):
         raise CheckpointMismatch("%s was written for another model: its relaxed clock has %d rates, not %d"
                                  % (where, np.shape(rates)[0], n))
-    return RelaxedState(fresh.relaxed.kind, np.array(rates, dtype=np.float64))
+    rates = np.array(rates, dtype=np.float64)
+    if fresh.relaxed.kind != "cpp":
+        return RelaxedState(fresh.relaxed.kind, rates)
+    events = [st.get(PREFIX + k) for k in ("cpp_events", "cpp_positions", "cpp_multipliers")]
+    if any(e is None for e in events) or np.shape(events[0]) != (n,) or np.ndim(events[1]) != 2 \
+            or np.shape(events[1]) != np.shape(events[2]) or np.shape(events[1])[0] != n:
+        raise CheckpointMismatch("%s was written for another model: it holds no compound Poisson clock events of "
+                                 "%d nodes" % (where, n))
+    return RelaxedState("cpp", rates, np.array(events[0], dtype=np.int64), np.array(events[1], dtype=np.float64),
+                        np.array(events[2], dtype=np.float64))
 
 
 def tips_below(parent: np.ndarray, n_tips: int) -> list[frozenset]:

@@ -211,8 +211,9 @@ def chain_move(spec) -> ClockMove | None:
     """
     from mbgpu.clock.chain_fbd_moves import KINDS as FBD_KINDS          # both build on this module's classes:
     from mbgpu.clock.chain_relaxed_moves import RELAXED_KINDS            # imported late
+    from mbgpu.clock.chain_cpp_moves import CPP_KINDS
 
-    cls = KINDS.get(spec.kind) or RELAXED_KINDS.get(spec.kind) or FBD_KINDS.get(spec.kind)
+    cls = KINDS.get(spec.kind) or RELAXED_KINDS.get(spec.kind) or FBD_KINDS.get(spec.kind) or CPP_KINDS.get(spec.kind)
     if cls is None:
         if spec.weight == 0:
             return None

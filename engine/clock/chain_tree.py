@@ -78,7 +78,7 @@ class ClockTree(Tree):
             state = replace(state, brlen=branch_lengths(state.parent, state.depth))
         if relaxed is None:
             relaxed = start_relaxed(frame.model, state.parent.shape[0])
-        self.eff = state.brlen if relaxed is None else relaxed.effective_lengths(state.parent, state.brlen)
+        self.eff = state.brlen if relaxed is None else relaxed.effective_lengths(state.parent, state.brlen, state.kids)
         parent, brlen = unrooted_view(state.parent, self.eff, state.n_tips)
         super().__init__(state.n_tips, parent, brlen)
         self.frame, self.state, self.params, self.relaxed = frame, state, params, relaxed
@@ -124,6 +124,8 @@ class ClockTree(Tree):
         out["clockrate"] = self.state.clock_rate
         if self.relaxed is not None:
             out["rates"] = self.relaxed.rates
+        if self.relaxed is not None and self.relaxed.kind == "cpp":
+            out["cpp_events"], out["cpp_multipliers"] = self.relaxed.n_events, self.relaxed.multipliers
         return out
 
     def ln_prior(self) -> float:

@@ -230,11 +230,25 @@ def pars_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked,
     [min_depth[u], max_depth[u]] (never for an unlocked u in MrBayes' settings). warp: the tuning; the
     rest: mbgpu.core.pars_spr.prepare_pars_data's arrays, n_states as MrBayes counts them (2 for standard
     data); their rate multipliers, weight-noise tables and `threads` are not used."""
-    n_nodes = parent.shape[0]
-    root = root_of(parent)
-    v = _draw_pruned(s, parent, depth, kids, locked, root)
+    v = _draw_pruned(s, parent, depth, kids, locked, root_of(parent))
     if v < 0:
         return -math.inf
+    return pars_spr_from(s, v, parent, kids, depth, n_tips, min_depth, max_depth, locked, warp, tip_planes, info,
+                         part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise, threads)
+
+
+@numba.njit(**JIT_OPTIONS)
+def pick_pruned(s, parent, kids, depth, locked) -> int:
+    """ParsSPRClock's subtree v (uniform among the prunable nodes), -1 if none."""
+    return _draw_pruned(s, parent, depth, kids, locked, root_of(parent))
+
+
+@numba.njit(**JIT_OPTIONS)
+def pars_spr_from(s, v, parent, kids, depth, n_tips, min_depth, max_depth, locked, warp, tip_planes, info,
+                  part_f, base_w, base_i, count, base_planes, gidx, groups, cdf, tab_off, noise, threads):
+    """ParsSPRClock's move of the picked subtree v (pars_spr_clock's arguments)."""
+    n_nodes = parent.shape[0]
+    root = root_of(parent)
     u = parent[v]
     a = kids[u, 0] if kids[u, 1] == v else kids[u, 1]
     b = parent[u]

@@ -22,27 +22,28 @@ from mbgpu.clock.special import ln_gamma
 from mbgpu.errors import NotImplementedYet
 from mbgpu.jit import JIT_OPTIONS
 
-PARAMS = ("net_speciation", "relative_extinction", "popsize", "igrvar", "tk02var")
-P_NET, P_EXT, P_POP, P_IGR, P_TK02 = range(len(PARAMS))
+PARAMS = ("net_speciation", "relative_extinction", "popsize", "igrvar", "tk02var", "cppRate")
+P_NET, P_EXT, P_POP, P_IGR, P_TK02, P_CPP = range(len(PARAMS))
 FOSSILIZATION = len(PARAMS)                    # relative_fossilization's first slot
 
 TREE_PRIORS = {"uniform": 0, "birthdeath": 1, "coalescence": 2, "fossilization": 3}
 STRATEGIES = {"random": tp.RANDOM, "diversity": tp.DIVERSITY, "cluster": tp.CLUSTER, "fossiltip": tp.FOSSILTIP}
-CLOCK_VARS = {"strict": 0, "igr": 1, "tk02": 2}
+CLOCK_VARS = {"strict": 0, "igr": 1, "tk02": 2, "cpp": 3}
 # ScalarPrior families (log_prior.ln_scalar_prior); Fixed adds 0 whatever the value
 SCALAR_FAMILIES = {"Fixed": 0, "Exponential": 1, "Uniform": 2, "Beta": 3, "Lognormal": 4, "Normal": 5, "Gamma": 6}
-SCALAR_PRIORS = ("speciation", "extinction", "fossilization", "popsize", "igrvar", "tk02var")
+SCALAR_PRIORS = ("speciation", "extinction", "fossilization", "popsize", "igrvar", "tk02var", "cpprate")
 
 # kinds[...]: tree prior, samplestrat, treeagepr's kind, clockratepr's kind, clock_var, then one family code
 # per SCALAR_PRIORS entry
 K_TREE, K_STRAT, K_AGE, K_RATE, K_CLOCKVAR, K_SCALAR = 0, 1, 2, 3, 4, 5
 N_KINDS = K_SCALAR + len(SCALAR_PRIORS)
-# args[...]: sampleprob, treeagepr (3), ploidy factor, growth, clockratepr (3), then (p0, p1) per scalar prior
-A_SAMPLE_PROB, A_AGE, A_PLOIDY, A_GROWTH, A_RATE, A_SCALAR = 0, 1, 4, 5, 6, 9
+# args[...]: sampleprob, treeagepr (3), ploidy factor, growth, clockratepr (3), cppmultdev, then (p0, p1) per
+# scalar prior
+A_SAMPLE_PROB, A_AGE, A_PLOIDY, A_GROWTH, A_RATE, A_CPP_SIGMA, A_SCALAR = 0, 1, 4, 5, 6, 9, 10
 N_ARGS = A_SCALAR + 2 * len(SCALAR_PRIORS)
 UNIFORM_TREE, BIRTHDEATH, COALESCENCE, FOSSILIZATION_TREE = 0, 1, 2, 3
-STRICT, IGR, TK02 = 0, 1, 2
-SPECIATION, EXTINCTION, FOSSIL_PRIOR, POPSIZE, IGRVAR, TK02VAR = range(len(SCALAR_PRIORS))
+STRICT, IGR, TK02, CPP = 0, 1, 2, 3
+SPECIATION, EXTINCTION, FOSSIL_PRIOR, POPSIZE, IGRVAR, TK02VAR, CPPRATE = range(len(SCALAR_PRIORS))
 
 
 def n_params(model) -> int:
@@ -111,8 +112,7 @@ def prior_table(model) -> tuple[np.ndarray, np.ndarray]:
     reads (slots K_* and A_* above).
 
     Raises:
-        NotImplementedYet: the compound Poisson clock (the sampler refuses it too), or a scalar prior's family
-            that ln_prior refuses.
+        NotImplementedYet: a clock variance model or a scalar prior's family that ln_prior refuses.
     """
     if model.clock_var not in CLOCK_VARS:
         raise NotImplementedYet("clockvarpr=%s in the compiled clock prior is not supported yet" % model.clock_var)
@@ -123,6 +123,7 @@ def prior_table(model) -> tuple[np.ndarray, np.ndarray]:
     kinds[K_CLOCKVAR] = CLOCK_VARS[model.clock_var]
     args[A_SAMPLE_PROB], args[A_PLOIDY], args[A_GROWTH] = model.sample_prob, model.ploidy_factor, model.growth
     args[A_AGE:A_AGE + 3], args[A_RATE:A_RATE + 3] = _padded(model.tree_age), _padded(model.clock_rate)
+    args[A_CPP_SIGMA] = model.cppmultdev
     for name in _used_priors(model):
         i = SCALAR_PRIORS.index(name)
         kinds[K_SCALAR + i], args[A_SCALAR + 2 * i], args[A_SCALAR + 2 * i + 1] = scalar_code(getattr(model, name))
@@ -133,7 +134,7 @@ def _used_priors(model) -> list[str]:
     """The scalar priors ln_prior reads for this model (the others stay Fixed, code 0, in the table)."""
     used = {"birthdeath": ["speciation", "extinction"], "fossilization": ["speciation", "extinction", "fossilization"],
             "coalescence": ["popsize"]}.get(model.tree_prior, [])
-    return used + {"igr": ["igrvar"], "tk02": ["tk02var"]}.get(model.clock_var, [])
+    return used + {"igr": ["igrvar"], "tk02": ["tk02var"], "cpp": ["cpprate"]}.get(model.clock_var, [])
 
 
 def shift_array(model) -> np.ndarray:
@@ -210,23 +211,29 @@ def ln_tree_parameter_priors(kinds, args, params) -> float:
 
 
 @numba.njit(**JIT_OPTIONS)
-def _ln_relaxed(kinds, args, parent, depth, params, rates) -> float:
-    """log_prior.ln_relaxed_clock for igr / tk02: the variance's prior + the rates' density (0 if strict)."""
+def _ln_relaxed(kinds, args, parent, depth, params, rates, n_events, multipliers) -> float:
+    """log_prior.ln_relaxed_clock: igr / tk02, the variance's prior + the rates' density; cpp, cppRate's prior
+    + the events' density; 0 if strict."""
     if kinds[K_CLOCKVAR] == IGR:
         var = params[P_IGR]
         return _scalar_term(kinds, args, IGRVAR, var) + relaxed.ln_igr_rates(parent, depth, rates, var)
     if kinds[K_CLOCKVAR] == TK02:
         var = params[P_TK02]
         return _scalar_term(kinds, args, TK02VAR, var) + relaxed.ln_tk02_rates(parent, depth, rates, var)
+    if kinds[K_CLOCKVAR] == CPP:
+        lam = params[P_CPP]
+        return _scalar_term(kinds, args, CPPRATE, lam) + relaxed.ln_cpp_events(parent, depth, n_events, multipliers,
+                                                                                lam, args[A_CPP_SIGMA])
     return 0.0
 
 
 @numba.njit(**JIT_OPTIONS)
-def ln_clock_prior(kinds, args, shift_times, parent, depth, n_tips, clock_rate, params, rates, cal_kind,
-                   cal_params, locked) -> float:
+def ln_clock_prior(kinds, args, shift_times, parent, depth, n_tips, clock_rate, params, rates, n_events,
+                   multipliers, cal_kind, cal_params, locked) -> float:
     """log_prior.ln_prior from arrays: tree prior (+ treeagepr unless the root is dated) + calibrations at
     depth / clock_rate + clockratepr + tree-parameter priors + relaxed clock, summed in that order.
     `params` as pack_params, `rates` the igr / tk02 rates by node (any float64[N] for a strict clock, unread),
+    `n_events` / `multipliers` the CPP events (int64[N], float64[N, cap]; unread unless cpp),
     `cal_kind` -1 at undated nodes, `shift_times` as shift_array."""
     dated = cal_kind >= 0
     ln_p = _ln_tree_prior(kinds, args, shift_times, parent, depth, n_tips, clock_rate, params, dated, locked)
@@ -234,4 +241,4 @@ def ln_clock_prior(kinds, args, shift_times, parent, depth, n_tips, clock_rate, 
     if kinds[K_RATE] != FIXED:                     # ln_prior adds 0.0 there: the same sum
         ln_p += ln_density(kinds[K_RATE], args[A_RATE], args[A_RATE + 1], args[A_RATE + 2], clock_rate)
     ln_p += ln_tree_parameter_priors(kinds, args, params)
-    return ln_p + _ln_relaxed(kinds, args, parent, depth, params, rates)
+    return ln_p + _ln_relaxed(kinds, args, parent, depth, params, rates, n_events, multipliers)

@@ -63,8 +63,17 @@ def cpp_branch_factor(positions, multipliers, v: int, k: int) -> float:
 
 @numba.njit(**JIT_OPTIONS)
 def cpp_effective_lengths(parent, kids, depth, n_events, positions, multipliers, eff) -> None:
-    """eff[v] = length x the rate at the bottom of v's branch (product of all multipliers above the root
-    on the path) x cpp_branch_factor (UpdateCppEvolLengths over the whole tree); 0 at the root."""
+    """cpp_effective_from_lengths with the branch lengths of the depths."""
+    lengths = np.empty(parent.shape[0])
+    branch_lengths_of(parent, depth, lengths)
+    cpp_effective_from_lengths(parent, kids, lengths, n_events, positions, multipliers, eff)
+
+
+@numba.njit(**JIT_OPTIONS)
+def cpp_effective_from_lengths(parent, kids, lengths, n_events, positions, multipliers, eff) -> None:
+    """eff[v] = lengths[v] x the rate at the bottom of v's branch (product of all multipliers above the root
+    on the path) x cpp_branch_factor (UpdateCppEvolLengths over the whole tree, MrBayes' p->length being
+    `lengths`); 0 at the root."""
     n = parent.shape[0]
     base = np.ones(n)                        # rate at the bottom (parent end) of each node's branch
     stack = np.empty(n, dtype=np.int64)
@@ -79,8 +88,7 @@ def cpp_effective_lengths(parent, kids, depth, n_events, positions, multipliers,
         end = base[v]
         for i in range(k):
             end *= multipliers[v, i]
-        p = parent[v]
-        eff[v] = (depth[p] - depth[v]) * base[v] * cpp_branch_factor(positions, multipliers, v, k) if p >= 0 else 0.0
+        eff[v] = lengths[v] * base[v] * cpp_branch_factor(positions, multipliers, v, k) if parent[v] >= 0 else 0.0
         for j in range(2):
             c = kids[v, j]
             if c >= 0:

@@ -73,24 +73,31 @@ def _window(v, a, b, depth, ancestor, min_depth, max_depth):
 
 
 @numba.njit(**JIT_OPTIONS)
-def ext_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext) -> float:
-    """ExtSprClock (Move_ExtSPRClock): prune a subtree v with its parent u (v uniform among _spr_prunable
-    nodes) and regraft it by spr_from. Returns its log proposal ratio."""
+def pick_prunable(s, parent, kids, depth, n_tips, min_depth, max_depth, locked) -> int:
+    """ExtSprClock's subtree v, uniform among _spr_prunable nodes; -1 when there is none."""
     root = root_of(parent)
     n_free = 0
     for w in range(parent.shape[0]):
         if _spr_prunable(w, parent, kids, depth, n_tips, min_depth, max_depth, locked, root):
             n_free += 1
     if n_free == 0:
-        return -math.inf
+        return -1
     k = rng.randint(s, n_free)
-    v = -1
     for w in range(parent.shape[0]):
         if _spr_prunable(w, parent, kids, depth, n_tips, min_depth, max_depth, locked, root):
             if k == 0:
-                v = w
-                break
+                return w
             k -= 1
+    return -1
+
+
+@numba.njit(**JIT_OPTIONS)
+def ext_spr_clock(s, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext) -> float:
+    """ExtSprClock (Move_ExtSPRClock): prune a subtree v with its parent u (pick_prunable) and regraft it by
+    spr_from. Returns its log proposal ratio."""
+    v = pick_prunable(s, parent, kids, depth, n_tips, min_depth, max_depth, locked)
+    if v < 0:
+        return -math.inf
     return spr_from(s, v, parent, kids, depth, n_tips, min_depth, max_depth, locked, p_ext)
 
 

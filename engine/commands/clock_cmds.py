@@ -207,14 +207,15 @@ def _distribution(cmd, a, family: str):
 
 
 SAMPLED_TREE_PRIORS = ("uniform", "birthdeath", "coalescence", "fossilization")   # the clock tree priors `mcmc` runs
-SAMPLED_CLOCKS = ("strict", "igr", "tk02")
+SAMPLED_CLOCKS = ("strict", "igr", "tk02", "cpp")
 
 
 def refuse_clock(settings, command: str) -> None:
     """The refusal of what the clock sampler does not run yet: `mcmc` or `ss` on a clock tree other than one
-    strict, igr or tk02 clock under the uniform, birth-death, coalescent or fossilized birth-death prior
+    strict, igr, tk02 or cpp clock under the uniform, birth-death, coalescent or fossilized birth-death prior
     (samplestrat=cluster there is MrBayes' error, for `ss` too: measured); `ss` refuses a relaxed clock under
-    FBD (checked with the strict clock only).
+    FBD (checked with the strict clock only) and the compound Poisson clock; the fossilized birth-death prior
+    with the compound Poisson clock is refused (its fossil moves do not carry CPP events).
 
     Raises:
         NotImplementedYet: such a clock setting.
@@ -231,6 +232,9 @@ def refuse_clock(settings, command: str) -> None:
         raise NotImplementedYet("%s with prset brlenspr=%s is not supported yet" % (command, brlens))
     if model.clock_var not in SAMPLED_CLOCKS:
         raise NotImplementedYet("%s with prset clockvarpr=%s is not supported yet" % (command, model.clock_var))
+    if model.clock_var == "cpp" and (command != "mcmc" or model.tree_prior == "fossilization"):
+        what = "prset brlenspr=%s and clockvarpr=cpp" % brlens if command == "mcmc" else "prset clockvarpr=cpp"
+        raise NotImplementedYet("%s with %s is not supported yet" % (command, what))
     if model.tree_prior == "fossilization":
         if command != "mcmc" and model.clock_var != "strict" and model.sample_strat != "cluster":
             raise NotImplementedYet("%s with prset brlenspr=%s and clockvarpr=%s is not supported yet"

@@ -1,8 +1,9 @@
 """Clock moves in the compiled core: a chain's proposal on its rooted rows (mbgpu.core.clock_rows), by the
-kernels of mbgpu.clock, then what mbgpu.clock.chain_tree.ClockTree does for a moved tree (`settle`):
-MrBayes' branch lengths (only the branches whose ends moved get depth differences), the written child
-order, the relaxed clock's effective lengths and its bounds, the unrooted view the likelihood reads, and
-the clock terms of the log prior (mbgpu.clock.prior_table.ln_clock_prior).
+kernels of mbgpu.clock, then what mbgpu.clock.chain_tree.ClockTree does for a moved tree: MrBayes' branch
+lengths (only the branches whose ends moved get depth differences), the written child order, the CPP
+events carried through a tree move (mbgpu.core.clock_cpp), the relaxed clock's effective lengths and
+its bounds, the unrooted view the likelihood reads, and the clock terms of the log prior
+(mbgpu.clock.prior_table.ln_clock_prior).
 
 `propose_clock` is what mbgpu.core.step.propose_chain calls for a move of kind >= layout.FIRST_CLOCK; each
 branch mirrors the move's class in mbgpu.clock.chain_moves / chain_relaxed_moves / chain_fbd_moves, with the
@@ -14,23 +15,25 @@ import math
 
 import numba
 
+from mbgpu.clock import cpp_moves as cpp
 from mbgpu.clock import param_moves as pm
 from mbgpu.clock import relaxed_moves as rx
 from mbgpu.clock import tree_moves as tm
 from mbgpu.clock.fbd_moves import add_branch, del_branch
 from mbgpu.clock.fossil_spr import ext_fossil_spr_clock
 from mbgpu.clock.limits import RELBRLENS_MAX, RELBRLENS_MIN
-from mbgpu.clock.pars_spr_clock import pars_spr_clock
+from mbgpu.clock.pars_spr_clock import pars_spr_from, pick_pruned
+from mbgpu.clock.prior_table import A_CPP_SIGMA, FOSSILIZATION, P_CPP, P_EXT, P_IGR, P_NET, P_POP, P_TK02
 from mbgpu.clock.prior_table import ln_clock_prior
+from mbgpu.clock.relaxed_lengths import cpp_effective_from_lengths
 from mbgpu.clock.rooted import keep_written_order, moved_lengths, unrooted_view_into
-from mbgpu.clock.topology_moves import ext_spr_clock, nni_clock
+from mbgpu.clock.topology_moves import nni_clock, pick_prunable, spr_from
 from mbgpu.core import layout as L
+from mbgpu.core.clock_cpp import carry_events
 from mbgpu.core.trees import fill_kids
 from mbgpu.jit import JIT_OPTIONS
 
-STRICT, IGR, TK02 = 0, 1, 2            # ClockArgs.relaxed
-# slots of the tree-prior parameters in a row of ClockArgs.params (mbgpu.clock.prior_table's packing)
-SPECIATION, EXTINCTION, POPSIZE, IGRVAR, TK02VAR, FOSSILIZATION = 0, 1, 2, 3, 4, 5
+STRICT, IGR, TK02, CPP = 0, 1, 2, 3    # ClockArgs.relaxed
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -61,12 +64,15 @@ def _copy_rows(c, ck):
     ck.params_p[c, :] = ck.params[c, :]
     ck.rates_p[c, :] = ck.rates[c, :]
     ck.eff_p[c, :] = ck.eff[c, :]
+    ck.n_events_p[c, :] = ck.n_events[c, :]
+    ck.positions_p[c, :, :] = ck.positions[c, :, :]
+    ck.mults_p[c, :, :] = ck.mults[c, :, :]
 
 
 @numba.njit(**JIT_OPTIONS)
 def _tree_kernel(kind, c, s, tuning, ck):
     """A move of the rooted arrays (depth, topology, clock rate, FBD fossils, which also carry a relaxed
-    rate: AddBranch); its log proposal ratio."""
+    rate: AddBranch); its log proposal ratio. An SPR move's pruned node goes to ck.picked[c]."""
     parent, kids, depth, n_tips = ck.parent_p[c], ck.kids_p[c], ck.depth_p[c], (ck.parent.shape[1] + 1) // 2
     lo, hi, locked = ck.lo[c], ck.hi[c], ck.locked[c]
     depth_bounds(c, ck, lo, hi)
@@ -75,15 +81,19 @@ def _tree_kernel(kind, c, s, tuning, ck):
     if kind == L.CLOCK_STRETCH:
         return tm.tree_stretch(s, parent, kids, depth, n_tips, lo, hi, locked, tuning[0])
     if kind == L.CLOCK_EXTSPR:
-        return ext_spr_clock(s, parent, kids, depth, n_tips, lo, hi, locked, tuning[0])
+        v = ck.picked[c] = pick_prunable(s, parent, kids, depth, n_tips, lo, hi, locked)
+        return -math.inf if v < 0 else spr_from(s, v, parent, kids, depth, n_tips, lo, hi, locked, tuning[0])
     if kind == L.CLOCK_NNI:
         return nni_clock(s, parent, kids, depth, n_tips, lo, hi, locked, 0.0)
     if kind == L.CLOCK_PARSSPR:
-        return pars_spr_clock(s, parent, kids, depth, n_tips, lo, hi, locked, tuning[0], *ck.pars)
+        v = ck.picked[c] = pick_pruned(s, parent, kids, depth, locked)
+        if v < 0:
+            return -math.inf
+        return pars_spr_from(s, v, parent, kids, depth, n_tips, lo, hi, locked, tuning[0], *ck.pars)
     if kind == L.CLOCK_FOSSILSPR:
         return ext_fossil_spr_clock(s, parent, kids, depth, n_tips, lo, hi, locked, tuning[0])
     if kind == L.CLOCK_RATE:
-        return pm.clock_rate_multiplier(s, ck.rate_p[c:c + 1], parent, depth, tuning[0], ck.no_events)
+        return pm.clock_rate_multiplier(s, ck.rate_p[c:c + 1], parent, depth, tuning[0], ck.n_events_p[c])
     cal_kind, age = ck.cal_kind[c], ck.model
     if kind == L.CLOCK_ADDBRANCH:
         return add_branch(s, parent, kids, depth, n_tips, ck.rate_p[c], cal_kind, ck.cal_min[c], ck.cal_max[c],
@@ -94,27 +104,38 @@ def _tree_kernel(kind, c, s, tuning, ck):
 
 @numba.njit(**JIT_OPTIONS)
 def _param_kernel(kind, c, s, tuning, lo, hi, ck):
-    """A move of a tree-prior parameter or a relaxed-clock rate; its log proposal ratio."""
+    """A move of a tree-prior parameter, a relaxed-clock rate or CPP events; its log proposal ratio."""
     x = ck.params_p[c]
     if kind == L.CLOCK_SPECIATION:
-        return pm.speciation_multiplier(s, x[SPECIATION:SPECIATION + 1], tuning[0], lo, hi)
+        return pm.speciation_multiplier(s, x[P_NET:P_NET + 1], tuning[0], lo, hi)
     if kind == L.CLOCK_EXTINCTION:
-        return pm.extinction_slider(s, x[EXTINCTION:EXTINCTION + 1], tuning[0])
+        return pm.extinction_slider(s, x[P_EXT:P_EXT + 1], tuning[0])
     if kind == L.CLOCK_POPSIZE:
-        return pm.popsize_multiplier(s, x[POPSIZE:POPSIZE + 1], tuning[0], lo, hi)
+        return pm.popsize_multiplier(s, x[P_POP:P_POP + 1], tuning[0], lo, hi)
     if kind == L.CLOCK_FOSSILIZATION:
         return pm.fossilization_slider(s, x[FOSSILIZATION:FOSSILIZATION + ck.n_fossil], tuning[0])
     if kind == L.CLOCK_IGRVAR:
-        x[IGRVAR], r = rx.move_igrvar(s, x[IGRVAR], tuning[0], lo, hi)
+        x[P_IGR], r = rx.move_igrvar(s, x[P_IGR], tuning[0], lo, hi)
         return r
     if kind == L.CLOCK_TK02VAR:
-        x[TK02VAR], r = rx.move_tk02var(s, x[TK02VAR], tuning[0], lo, hi)
+        x[P_TK02], r = rx.move_tk02var(s, x[P_TK02], tuning[0], lo, hi)
+        return r
+    if kind == L.CLOCK_CPPRATE:
+        x[P_CPP], r = cpp.move_cpp_rate(s, x[P_CPP], tuning[0])
         return r
     eff = ck.lo[c]             # scratch: the kernels' own effective lengths (settle computes the kept ones)
     eff[:] = ck.eff_p[c]
+    parent, kids, depth = ck.parent_p[c], ck.kids_p[c], ck.depth_p[c]
     if kind == L.CLOCK_IGRRATE:
-        return rx.move_igr_branch_rate(s, ck.parent_p[c], ck.depth_p[c], ck.rates_p[c], eff, tuning[0])
-    return rx.move_tk02_branch_rate(s, ck.parent_p[c], ck.kids_p[c], ck.depth_p[c], ck.rates_p[c], eff, tuning[0])
+        return rx.move_igr_branch_rate(s, parent, depth, ck.rates_p[c], eff, tuning[0])
+    if kind == L.CLOCK_TK02RATE:
+        return rx.move_tk02_branch_rate(s, parent, kids, depth, ck.rates_p[c], eff, tuning[0])
+    n_ev, pos, mult, sigma = ck.n_events_p[c], ck.positions_p[c], ck.mults_p[c], ck.prior_args[A_CPP_SIGMA]
+    if kind == L.CLOCK_CPP_ADD_DELETE:
+        return cpp.move_cpp_add_delete(s, parent, kids, depth, n_ev, pos, mult, eff, sigma)
+    if kind == L.CLOCK_CPP_POSITION:
+        return cpp.move_cpp_position(s, parent, kids, depth, n_ev, pos, mult, eff)
+    return cpp.move_cpp_multiplier(s, parent, kids, depth, n_ev, pos, mult, eff, sigma)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -124,30 +145,26 @@ def propose_clock(kind, c, s, tuning, lo, hi, ck, t_parent, t_kids, t_brlen, brl
     its clock log prior into brl_p[c, t]. Returns the log proposal ratio (-inf: aborted)."""
     _copy_rows(c, ck)
     ck.live[c] = 1
+    ck.picked[c] = -1
     if kind < L.CLOCK_IGRRATE:
         r = _tree_kernel(kind, c, s, tuning, ck)
     else:
         r = _param_kernel(kind, c, s, tuning, lo, hi, ck)
     if not r > -math.inf:
         return -math.inf
-    if not settle(c, ck, kind <= L.CLOCK_RATE):
+    if moved_lengths(ck.parent_p[c], ck.depth_p[c], ck.parent[c], ck.depth[c], ck.brlen_p[c]):
+        keep_written_order(ck.written_p[c], ck.kids_p[c])
+    if ck.relaxed == CPP and kind < L.CLOCK_FOSSILSPR:
+        r += carry_events(c, ck, ck.picked[c])
+        if not r > -math.inf:
+            return -math.inf
+    if not _effective(c, ck, kind <= L.CLOCK_RATE):
         return -math.inf
     unrooted_view(ck.parent_p[c], ck.eff_p[c], t_parent, t_kids, t_brlen)
     brl_p[c, t] = ln_clock_prior(ck.prior_kinds, ck.prior_args, ck.shift_times, ck.parent_p[c], ck.depth_p[c],
                                  t_parent.shape[0] // 2 + 1, ck.rate_p[c], ck.params_p[c], ck.rates_p[c],
-                                 ck.cal_kind[c], ck.cal_params[c], ck.locked[c])
+                                 ck.n_events_p[c], ck.mults_p[c], ck.cal_kind[c], ck.cal_params[c], ck.locked[c])
     return r
-
-
-@numba.njit(**JIT_OPTIONS)
-def settle(c, ck, check_relaxed):
-    """ClockTree.moved on chain c's proposal (mbgpu.clock.rooted's rules): new lengths where a branch's ends
-    moved, the written child order kept where a node keeps its children, effective lengths from the rates;
-    False when a relaxed clock's effective length left MrBayes' bounds (`check_relaxed`: a move of the tree
-    or the clock rate)."""
-    if moved_lengths(ck.parent_p[c], ck.depth_p[c], ck.parent[c], ck.depth[c], ck.brlen_p[c]):
-        keep_written_order(ck.written_p[c], ck.kids_p[c])
-    return _effective(c, ck, check_relaxed)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -155,6 +172,10 @@ def _effective(c, ck, check):
     """eff_p[c] from brlen_p and the relaxed rates (RelaxedState.effective_lengths); with `check`, False
     when a positive-length branch's effective length is outside [RELBRLENS_MIN, RELBRLENS_MAX]."""
     parent, brlen, rates, eff = ck.parent_p[c], ck.brlen_p[c], ck.rates_p[c], ck.eff_p[c]
+    if ck.relaxed == CPP:                  # MrBayes checks no bound here (UpdateCppEvolLength)
+        cpp_effective_from_lengths(parent, ck.kids_p[c], brlen, ck.n_events_p[c], ck.positions_p[c], ck.mults_p[c],
+                                   eff)
+        return True
     ok = True
     for v in range(parent.shape[0]):
         p = parent[v]
@@ -191,4 +212,7 @@ def keep_clock(accepted, c0, c1, ck):
             ck.params[c, :] = ck.params_p[c, :]
             ck.rates[c, :] = ck.rates_p[c, :]
             ck.eff[c, :] = ck.eff_p[c, :]
+            ck.n_events[c, :] = ck.n_events_p[c, :]
+            ck.positions[c, :, :] = ck.positions_p[c, :, :]
+            ck.mults[c, :, :] = ck.mults_p[c, :, :]
         ck.live[c] = 0

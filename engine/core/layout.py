@@ -18,11 +18,13 @@ DIRICHLET, SLIDER, MULTIPLIER, PINVAR_SLIDER = 0, 1, 2, 3
 MULT_NNI, EXT_SPR, EXT_TBR, NNI, PARS_SPR, BRANCH_MULTIPLIER, NODE_SLIDER, TREE_LENGTH = 9, 10, 11, 12, 13, 14, 15, 16
 FIRST_TOPOLOGY, LAST_TOPOLOGY = MULT_NNI, PARS_SPR      # the kinds that change the topology
 # clock moves (mbgpu.core.clock_moves): depth and topology moves of the rooted tree, the clock rate, FBD's
-# fossil moves, relaxed-clock rates, then the tree-prior parameters (no branch length changes: FIRST_CLOCK_PARAM on)
+# fossil moves, relaxed-clock rates and CPP events, then the tree-prior parameters (no effective length changes:
+# FIRST_CLOCK_PARAM on)
 (CLOCK_NODESLIDER, CLOCK_STRETCH, CLOCK_EXTSPR, CLOCK_NNI, CLOCK_PARSSPR, CLOCK_FOSSILSPR, CLOCK_RATE, CLOCK_ADDBRANCH,
- CLOCK_DELBRANCH, CLOCK_IGRRATE, CLOCK_TK02RATE, CLOCK_SPECIATION, CLOCK_EXTINCTION, CLOCK_FOSSILIZATION, CLOCK_POPSIZE,
- CLOCK_IGRVAR, CLOCK_TK02VAR) = range(17, 34)
-FIRST_CLOCK, FIRST_CLOCK_PARAM, LAST_CLOCK = CLOCK_NODESLIDER, CLOCK_SPECIATION, CLOCK_TK02VAR
+ CLOCK_DELBRANCH, CLOCK_IGRRATE, CLOCK_TK02RATE, CLOCK_CPP_ADD_DELETE, CLOCK_CPP_POSITION, CLOCK_CPP_MULTIPLIER,
+ CLOCK_SPECIATION, CLOCK_EXTINCTION, CLOCK_FOSSILIZATION, CLOCK_POPSIZE, CLOCK_IGRVAR, CLOCK_TK02VAR,
+ CLOCK_CPPRATE) = range(17, 38)
+FIRST_CLOCK, FIRST_CLOCK_PARAM, LAST_CLOCK = CLOCK_NODESLIDER, CLOCK_SPECIATION, CLOCK_CPPRATE
 
 _PARAM_KINDS = {"dirichlet": DIRICHLET, "slider": SLIDER, "multiplier": MULTIPLIER, "pinvar_slider": PINVAR_SLIDER}
 # tree move class -> (kind, tuning keys in the order the compiled move reads them)
@@ -37,7 +39,9 @@ _CLOCK_KINDS = {"NodesliderClock": CLOCK_NODESLIDER, "TreeStretch": CLOCK_STRETC
                 "IgrBrlensMultiplier": CLOCK_IGRRATE, "TK02BrlensMultiplier": CLOCK_TK02RATE,
                 "SpeciationMultiplier": CLOCK_SPECIATION, "ExtinctionSlider": CLOCK_EXTINCTION,
                 "FossilizationSlider": CLOCK_FOSSILIZATION, "PopsizeMultiplier": CLOCK_POPSIZE,
-                "IgrvarMultiplier": CLOCK_IGRVAR, "TK02varMultiplier": CLOCK_TK02VAR}
+                "IgrvarMultiplier": CLOCK_IGRVAR, "TK02varMultiplier": CLOCK_TK02VAR,
+                "CppEventsAddDelete": CLOCK_CPP_ADD_DELETE, "CppEventPosition": CLOCK_CPP_POSITION,
+                "CppEventMultiplier": CLOCK_CPP_MULTIPLIER, "CppRateMultiplier": CLOCK_CPPRATE}
 COUNTS = ("tried", "accepted", "batch_tried", "batch_accepted", "batches")
 N_TUNING = 4
 

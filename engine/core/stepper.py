@@ -244,6 +244,8 @@ class CoreStepper:
             d.keep(self.accepted, c0, c1)
         if self.clock is not None:
             keep_clock(self.accepted, c0, c1, self.ck)
+            if self.clock.grow_events():
+                self.ck = self.clock.args
         self.rng_out[c0:c1] = self.rng[c0:c1]
 
     def publish(self) -> None:

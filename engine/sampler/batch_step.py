@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from mbgpu.core.stepper import CoreStepper, unsupported
+from mbgpu.errors import NotImplementedYet
 from mbgpu.likelihood.batched import LaneJob, SharedInstance
 from mbgpu.likelihood.protocol import NONE
 from mbgpu.models import build_model
@@ -293,7 +294,19 @@ def core_for(chains):
         first.core_refused = unsupported(chains) or ""
         if not first.core_refused:
             return CoreStepper(chains)
+        _refuse_interpreted(first)
     return None
+
+
+def _refuse_interpreted(chain) -> None:
+    """The compound Poisson clock runs only in the compiled core (its tree moves carry the events there).
+
+    Raises:
+        NotImplementedYet: a cpp clock tree in chains the core cannot step.
+    """
+    relaxed = getattr(chain.trees[0], "relaxed", None)
+    if relaxed is not None and relaxed.kind == "cpp":
+        raise NotImplementedYet("mcmc with prset clockvarpr=cpp and %s is not supported yet" % chain.core_refused)
 
 
 def step_generation(runs, ranks, opts, groups: int | None = None) -> None:

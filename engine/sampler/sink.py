@@ -230,7 +230,12 @@ def _clock_values(tree) -> tuple[list, list]:
     """The `.p` values of a ClockTree before and after the substitution parameters' (TH TL ...; clock ones)."""
     st = tree.state
     return clock_pfile_values(tree.frame.model, st.parent, st.kids, st.depth, st.n_tips, tree.values(),
-                              lengths=st.brlen)
+                              lengths=st.brlen, n_events=_events(tree))
+
+
+def _events(tree):
+    """The CPP events per branch (None without a compound Poisson clock)."""
+    return tree.relaxed.n_events if tree.relaxed is not None and tree.relaxed.kind == "cpp" else None
 
 
 def _clock_text(tree, scientific: bool, precision: int, n_divisions: int) -> str:
@@ -240,7 +245,7 @@ def _clock_text(tree, scientific: bool, precision: int, n_divisions: int) -> str
     kids = st.written_kids if st.written_kids is not None else st.kids
     rate = st.clock_rate if prints_clock_rate(model) else None
     return clock_tree_text(st.parent, kids, st.depth, st.n_tips, lengths=st.brlen, clock_rate=rate,
-                           branch_set=branch_set_name(model, n_divisions), eff=tree.eff,
+                           branch_set=branch_set_name(model, n_divisions), eff=tree.eff, n_events=_events(tree),
                            scientific=scientific, precision=precision)
 
 

@@ -66,6 +66,7 @@ UNIFORM = ("lset nst=2 rates=gamma; " + APES % "uniform(0.15,0.3)" + " prset brl
 COALESCENCE = "lset nst=1; prset brlenspr=clock:coalescence popsizepr=gamma(2,20) clockratepr=exponential(2);"
 IGR = "lset nst=2; prset brlenspr=clock:uniform clockvarpr=igr clockratepr=exponential(2);"
 TK02 = "lset nst=1; prset brlenspr=clock:birthdeath clockvarpr=tk02;"
+CPP = "lset nst=1; prset brlenspr=clock:uniform clockvarpr=cpp;"
 
 
 @pytest.mark.parametrize("model,start,cont,n", [
@@ -74,7 +75,8 @@ TK02 = "lset nst=1; prset brlenspr=clock:birthdeath clockvarpr=tk02;"
     (COALESCENCE, T2, T2, 111),
     (IGR, T1, T1, 111),             # the relaxed clocks' rates travel with the tree
     (TK02, T2, T2, 111),
-], ids=["uniform-calibrated", "uniform-early", "coalescence", "igr", "tk02"])
+    (CPP, T1, T1, 111),             # the CPP events (their rows' capacity too) travel with the tree
+], ids=["uniform-calibrated", "uniform-early", "coalescence", "igr", "tk02", "cpp"])
 def test_other_clock_models_resume_exactly(tmp_path, monkeypatch, model, start, cont, n):
     """A start tree as written (its branch lengths and child order stay on untouched branches), the uniform
     and coalescent priors; the calibrated node found by its clade when the rebuilt chain starts elsewhere."""

@@ -84,25 +84,39 @@ def test_prior_sampling_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(POSTERIOR))
 def test_posterior_equals_mrbayes(case, mb_double, tmp_path, monkeypatch):
-    commands, newick, ngen, columns = POSTERIOR[case]
+    compare_over_seeds(tmp_path, monkeypatch, mb_double, POSTERIOR[case], True)
+
+
+def compare_over_seeds(tmp_path, monkeypatch, mb_double, case: tuple, data: bool) -> np.ndarray:
+    """Both programs run SEEDS times on `case` (commands, start tree, generations, columns); asserts their
+    means of each column agree within Z_MAX standard errors of the difference (from the spread of the runs'
+    means); returns mbgpu's means."""
+    commands, newick, ngen, columns = case
     means = {"mb": [], "ours": []}
     for seed in range(1, SEEDS + 1):
         folder = tmp_path / str(seed)
         folder.mkdir()
         seeded = "set seed=%d swapseed=%d; %s" % (seed, seed, commands)
-        out = _with_effective_lengths(_runs(folder, monkeypatch, mb_double, seeded, newick, ngen, True))
+        out = _with_effective_lengths(_runs(folder, monkeypatch, mb_double, seeded, newick, ngen, data))
         for who, (table, _) in out.items():
             means[who].append([table[col].mean() for col in columns])
     a, b = np.array(means["mb"]), np.array(means["ours"])
     se = np.hypot(a.std(axis=0, ddof=1), b.std(axis=0, ddof=1)) / np.sqrt(SEEDS)
     z = (a.mean(axis=0) - b.mean(axis=0)) / se
     assert np.all(np.abs(z) < Z_MAX), dict(zip(columns, zip(a.mean(axis=0), b.mean(axis=0), z)))
+    return b.mean(axis=0)
 
 
 @pytest.mark.gpu
 def test_gpu_run_equals_cpu_run(tmp_path, monkeypatch):
     """An igr clock run on the GPU likelihood follows the CPU run: same seed, same states, LnL to 1e-6 at
     every sample (the likelihood reads the effective branch lengths on both)."""
+    gpu_equals_cpu(tmp_path, monkeypatch, "clockvarpr=igr")
+
+
+def gpu_equals_cpu(tmp_path, monkeypatch, clock: str) -> list:
+    """Asserts that a 400-generation birth-death run with `clock` on the GPU likelihood gives the CPU run's
+    .p rows (to 1e-6); returns them."""
     from tests.helpers import interp_for
     from tests.test_clock.trees import DATA
     import shutil
@@ -114,10 +128,11 @@ def test_gpu_run_equals_cpu_run(tmp_path, monkeypatch):
         shutil.copy(DATA, folder / "primates.nex")
         monkeypatch.chdir(folder)
         interp_for("#NEXUS\nbegin mrbayes; set seed=9 swapseed=9 backend=%s; execute primates.nex;\n lset nst=2 "
-                   "rates=gamma; prset brlenspr=clock:birthdeath clockvarpr=igr clockratepr=lognormal(-2,1);\n"
+                   "rates=gamma; prset brlenspr=clock:birthdeath %s clockratepr=lognormal(-2,1);\n"
                    "mcmc ngen=400 samplefreq=50 printfreq=400 nruns=1 nchains=2 checkpoint=no filename=g;\nend;\n"
-                   % backend, folder, "g.nex")
+                   % (backend, clock), folder, "g.nex")
         rows[backend] = [[float(x) for x in ln.split("\t")] for ln in (folder / "g.p").read_text().splitlines()[2:]]
     assert len(rows["cpu"]) == len(rows["gpu"]) == 9
     for a, b in zip(rows["cpu"], rows["gpu"]):
         assert b == pytest.approx(a, rel=1e-6, abs=1e-6)
+    return rows["cpu"]

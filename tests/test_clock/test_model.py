@@ -229,10 +229,12 @@ def test_shift_time_errors_like_mrbayes(command, message, tmp_path):
 @pytest.mark.parametrize("run, prset, what", [
     ("ss ngen=1", "brlenspr=clock:fossilization clockvarpr=igr",
      "ss with prset brlenspr=Clock:Fossilization and clockvarpr=igr"),
-    ("mcmc ngen=1", "brlenspr=clock:birthdeath clockvarpr=cpp", "mcmc with prset clockvarpr=cpp")])
+    ("mcmc ngen=1", "brlenspr=clock:fossilization clockvarpr=cpp",
+     "mcmc with prset brlenspr=Clock:Fossilization and clockvarpr=cpp"),
+    ("ss ngen=1", "brlenspr=clock:birthdeath clockvarpr=cpp", "ss with prset clockvarpr=cpp")])
 def test_runs_the_clock_sampler_lacks_are_refused_at_the_command(run, prset, what, tmp_path):
     """Every clock setting is accepted and echoed; `ss` on the fossilized birth-death prior with a relaxed
-    clock and the compound Poisson clock are refused at the command (clock_cmds.refuse_clock)."""
+    clock, the compound Poisson clock with it or under `ss` are refused at the command (clock_cmds.refuse_clock)."""
     with pytest.raises(NotImplementedYet) as e:
         _ours(tmp_path, "prset %s;\n%s nruns=1 nchains=1;" % (prset, run))
     line = e.value.one_line()

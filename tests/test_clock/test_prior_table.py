@@ -16,7 +16,6 @@ from mbgpu.clock.prior_table import ln_clock_prior
 from mbgpu.clock.relaxed_state import RelaxedState
 from mbgpu.clock.rooted import internal_postorder, root_of
 from mbgpu.clock.start_tree import clock_start
-from mbgpu.errors import NotImplementedYet
 from tests.test_clock.test_log_prior import CALIBRATED, STARTVALS, _settings
 from tests.test_clock.test_log_prior import CASES as GEN0
 from tests.test_clock.trees import T1, T2
@@ -30,11 +29,12 @@ CASES = {**GEN0,
          "coal_tk02": ("prset brlenspr=clock:coalescence clockvarpr=tk02 popsizepr=gamma(2,4);", T1),
          "calibrated_igr_free_rate": (CALIBRATED + " clockvarpr=igr clockratepr=lognormal(0,1); calibrate "
                                       "apes=gamma(0.2,0.05);", T1)}
-COMPILED = {k: v for k, v in CASES.items() if "clockvarpr=cpp" not in v[0]}
+COMPILED = CASES
 PRIOR_OF = {"net_speciation": "speciation", "relative_extinction": "extinction",
-            "relative_fossilization": "fossilization", "popsize": "popsize", "igrvar": "igrvar", "tk02var": "tk02var"}
+            "relative_fossilization": "fossilization", "popsize": "popsize", "igrvar": "igrvar", "tk02var": "tk02var",
+            "cppRate": "cpprate"}
 RANGE = {"net_speciation": (0.05, 1.5), "relative_extinction": (0.05, 0.95), "relative_fossilization": (0.05, 0.95),
-         "popsize": (0.1, 2.0), "igrvar": (0.05, 1.0), "tk02var": (0.05, 2.0)}
+         "popsize": (0.1, 2.0), "igrvar": (0.05, 1.0), "tk02var": (0.05, 2.0), "cppRate": (0.5, 5.0)}
 
 
 def _start_tree(tmp_path, case: str) -> ClockTree:
@@ -53,8 +53,8 @@ def _start_tree(tmp_path, case: str) -> ClockTree:
 
 def _other_state(tree: ClockTree, rng: np.random.Generator) -> ClockTree:
     """The tree with each internal node's height above its oldest child scaled by U(0.7, 1.3) (zero stays
-    zero: sampled ancestors), a free clock rate x U(0.8, 1.25), free parameters drawn in RANGE and relaxed
-    rates lognormal(0, 0.3) (1 at the root)."""
+    zero: sampled ancestors), a free clock rate x U(0.8, 1.25), free parameters drawn in RANGE, relaxed
+    rates lognormal(0, 0.3) (1 at the root) and 0-3 CPP events per branch."""
     s, model = tree.state, tree.frame.model
     depth = s.depth.copy()
     for v in internal_postorder(s.parent, s.n_tips):
@@ -64,7 +64,13 @@ def _other_state(tree: ClockTree, rng: np.random.Generator) -> ClockTree:
     params = {k: (v.copy() if getattr(model, PRIOR_OF[k]).fixed else rng.uniform(*RANGE[k], size=v.shape[0]))
               for k, v in tree.params.items()}
     relaxed = None
-    if tree.relaxed is not None:
+    if tree.relaxed is not None and tree.relaxed.kind == "cpp":
+        n = depth.shape[0]
+        events = rng.integers(0, 4, size=n)
+        events[root_of(s.parent)] = 0
+        positions = np.sort(rng.uniform(size=(n, 16)), axis=1)
+        relaxed = RelaxedState("cpp", np.ones(n), events, positions, np.exp(rng.normal(0.0, 0.4, size=(n, 16))))
+    elif tree.relaxed is not None:
         rates = np.exp(rng.normal(0.0, 0.3, size=depth.shape[0]))
         rates[root_of(s.parent)] = 1.0
         relaxed = RelaxedState(tree.relaxed.kind, rates)
@@ -76,8 +82,17 @@ def _compiled(tree: ClockTree) -> float:
     model, s = tree.frame.model, tree.state
     kinds, args = prior_table(model)
     rates = np.ones(s.parent.shape[0]) if tree.relaxed is None else tree.relaxed.rates
+    events, mults = _events(tree)
     return ln_clock_prior(kinds, args, shift_array(model), s.parent, s.depth, s.n_tips, s.clock_rate,
-                          pack_params(model, tree.params), rates, s.cal_kind, s.cal_params, s.locked)
+                          pack_params(model, tree.params), rates, events, mults, s.cal_kind, s.cal_params, s.locked)
+
+
+def _events(tree: ClockTree) -> tuple[np.ndarray, np.ndarray]:
+    """The tree's CPP events and multipliers (none when it has no compound Poisson clock)."""
+    n = tree.state.parent.shape[0]
+    if tree.relaxed is None or tree.relaxed.kind != "cpp":
+        return np.zeros(n, dtype=np.int64), np.ones((n, 1))
+    return tree.relaxed.n_events, tree.relaxed.multipliers
 
 
 @pytest.mark.parametrize("case", list(COMPILED))
@@ -112,23 +127,15 @@ def test_pack_unpack_round_trip(case, tmp_path):
     assert np.array_equal(pack_params(model, unpack_params(model, vec)), vec)
 
 
-def test_cpp_is_refused(tmp_path):
-    """The compound Poisson clock has no compiled prior (the sampler refuses it too)."""
-    tree_case = next(k for k, v in CASES.items() if "clockvarpr=cpp" in v[0])
-    commands, newick = CASES[tree_case]
-    (model,) = clock_models(_settings(tmp_path, commands, newick))
-    with pytest.raises(NotImplementedYet):
-        prior_table(model)
-
-
 def test_callable_from_compiled_code(tmp_path):
     """The core calls ln_clock_prior from its own compiled step: a compiled caller gets the same number."""
     numba = pytest.importorskip("numba")
 
     @numba.njit
     def caller(kinds, args, shifts, parent, depth, n_tips, rate, params, rates, cal_kind, cal_params, locked):
-        return ln_clock_prior(kinds, args, shifts, parent, depth, n_tips, rate, params, rates, cal_kind, cal_params,
-                              locked)
+        return ln_clock_prior(kinds, args, shifts, parent, depth, n_tips, rate, params, rates,
+                              np.zeros(parent.shape[0], dtype=np.int64), np.ones((parent.shape[0], 1)), cal_kind,
+                              cal_params, locked)
 
     tree = _other_state(_start_tree(tmp_path, "fbd_shifts_per_interval"), np.random.default_rng(2))
     model, s = tree.frame.model, tree.state

@@ -21,6 +21,7 @@ CASES = {
     "coalescence": "lset nst=1; prset brlenspr=clock:coalescence popsizepr=gamma(2,10);",
     "igr": "lset nst=1; prset brlenspr=clock:uniform clockvarpr=igr;",
     "tk02": "lset nst=1; prset brlenspr=clock:birthdeath clockvarpr=tk02 tk02varpr=uniform(0.1,2);",
+    "cpp": "lset nst=1; prset brlenspr=clock:uniform clockvarpr=cpp;",
     "tip_dates": "lset nst=1; prset brlenspr=clock:uniform nodeagepr=calibrated clockratepr=exponential(10); "
                  "calibrate Tarsius_syrichta=uniform(0.05,0.15) Lemur_catta=uniform(0.02,0.08);",
     "fossilized": "lset nst=1; prset brlenspr=clock:fossilization nodeagepr=calibrated extinctionpr=beta(2,2) "
@@ -78,7 +79,10 @@ def test_core_rows_are_a_clock_tree_with_the_interpreted_prior(case, tmp_path, m
     assert moved > 100
     np.testing.assert_allclose(_recomputed_lnl(core), core.div_lnl[0], rtol=0, atol=1e-7)
     accepted = {mv.name: mv.counts["accepted"] for mv in core.chains[0].moves}
-    assert all(n > 0 for name, n in accepted.items() if "Clock" in name or "Stretch" in name), accepted
+    assert all(n > 0 for name, n in accepted.items() if "Clock" in name or "Stretch" in name or "Cpp" in name), \
+        str(accepted)
+    if case == "cpp":
+        assert max(int(ch.trees[0].relaxed.n_events.sum()) for ch in core.chains) > 0
 
 
 def test_the_core_takes_clock_chains_but_not_several_clock_trees():

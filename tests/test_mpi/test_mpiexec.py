@@ -154,11 +154,13 @@ def test_unlinked_topologies_byte_identical_to_serial(unlink, tmp_path):
     assert screen(three.stdout) == screen(one.stdout)
 
 
-def test_clock_tree_byte_identical_to_serial(tmp_path):
-    """A clock analysis (birth-death, free clock rate, a calibrated clade) over 3 ranks: the cold chains'
-    clock trees reach rank 0 by message and every file is the serial run's."""
+@pytest.mark.parametrize("clock", ["", "clockvarpr=cpp"])
+def test_clock_tree_byte_identical_to_serial(tmp_path, clock):
+    """A clock analysis (birth-death, free clock rate, a calibrated clade; and with the compound Poisson clock,
+    whose events travel with the tree) over 3 ranks: the cold chains' clock trees reach rank 0 by message
+    and every file is the serial run's."""
     model = ("taxset apes = 3-7; constraint apes = apes; prset brlenspr=clock:birthdeath clockratepr=lognormal(-2,1) "
-             "topologypr=constraints(apes) nodeagepr=calibrated; calibrate apes=uniform(0.1,0.4);")
+             "topologypr=constraints(apes) nodeagepr=calibrated %s; calibrate apes=uniform(0.1,0.4);" % clock)
     text = block(mcmc_extra="checkpoint=no").replace("lset nst=6 rates=gamma;", "lset nst=2; " + model)
     (tmp_path / "serial").mkdir()
     (tmp_path / "mpi").mkdir()

@@ -39,15 +39,16 @@ def launcher(n: int) -> list[str]:
     return [exe, *flags, "-np", str(n)]
 
 
-def block(data: str, case: dict, ngen: int, nruns: int = 2, nchains: int = 4) -> str:
+def block(data: str, case: dict, ngen: int, nruns: int = 2, nchains: int = 4, extra: str = "") -> str:
     printfreq = max(1, ngen // 4)
     return ("#NEXUS\nbegin mrbayes;\n  set autoclose=yes nowarn=yes seed=11 swapseed=12;\n  execute %s;\n  %s %s\n"
-            "  mcmc ngen=%d nchains=%d nruns=%d samplefreq=%d printfreq=%d diagnfreq=%d checkpoint=no "
-            "filename=out;\nend;\n" % (data, case["lset"], case["prset"], ngen, nchains, nruns, printfreq, printfreq,
-                                        ngen))
+            "  mcmcp nchains=%d nruns=%d;\n  %s\n"
+            "  mcmc ngen=%d samplefreq=%d printfreq=%d diagnfreq=%d checkpoint=no "
+            "filename=out;\nend;\n" % (data, case["lset"], case["prset"], nchains, nruns, extra, ngen, printfreq,
+                                        printfreq, ngen))
 
 
-def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str, runs: tuple = (2, 4)) -> dict:
+def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str, runs: tuple = (2, 4, "")) -> dict:
     work = os.path.join(folder, "np%d" % n)
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "run.nex"), "w", encoding="ascii") as f:
@@ -69,7 +70,7 @@ def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: st
     (g0, t0), (g1, t1) = stamps[0], stamps[-1]
     devices = sorted({l.rsplit(" -- ", 1)[-1].strip() for l in lines if re.match(r"^\s+\d+ -- \(\d+,\d+\)", l)})
     return {"n": n, "gens": g1 - g0, "rate": (g1 - g0) / (t1 - t0), "wall": time.time() - start, "devices": devices,
-            "p": open(os.path.join(work, "out.run1.p"), "rb").read()}
+            "p": open(os.path.join(work, "out.run1.p" if runs[0] > 1 else "out.p"), "rb").read()}
 
 
 def main(argv=None) -> int:
@@ -81,6 +82,7 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="multiply the site count (quick local checks)")
     ap.add_argument("--nruns", type=int, default=2)
     ap.add_argument("--nchains", type=int, default=4)
+    ap.add_argument("--extra", default="", help="commands before mcmc, e.g. 'propset ParsSPR(Tau,V)$prob=0;'")
     args = ap.parse_args(argv)
     case = CASES[args.case]
     folder = tempfile.mkdtemp(prefix="mpi_scaling_")
@@ -93,7 +95,7 @@ def main(argv=None) -> int:
     print("%5s %8s %9s %8s %9s %6s  %s" % ("ranks", "gens", "gen/s", "speedup", "wall s", "same", "devices"))
     base = None
     for n in [int(x) for x in args.ranks.split(",")]:
-        r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains))
+        r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains, args.extra))
         if "error" in r:
             print("%5d failed:\n%s" % (n, r["error"]), flush=True)
             continue

@@ -5,7 +5,11 @@ Every rank keeps the whole `runs` table, with its own chains as real `Chain`s an
 `RemoteChain` stand-ins, and the whole heat table `ranks`. After a generation that swaps or prints,
 one allgather brings every chain's lnL, lnPr and best lnL to every rank, so every rank draws the swap
 pairs from the identically seeded `swapseed` stream and decides every swap the same way: heats move
-without further messages, exactly as in the serial MC3. Before a sample or a diagnostic, the ranks that
+without further messages, exactly as in the serial MC3. When every run lives on one rank group
+(`runs_local`: e.g. 4 runs on 4 ranks), a rank decides only its own runs' swaps (every rank still draws
+every swap's uniforms, so the stream stays shared) and needs no message per generation: the runs' heats
+and swap counts reach every rank (`sync_heats`) only where rank 0 reads them (screen lines, samples,
+diagnostics, checkpoints, the end). Before a sample or a diagnostic, the ranks that
 hold cold chains send their tree, values (and moves) to rank 0 in one gather; the stop decision is
 broadcast from rank 0. So the output is byte-identical to the serial run for any number of ranks.
 `MpiPlacement` is what mbgpu.run_driver.drive asks of a rank: its chains, backend and collectives.
@@ -25,6 +29,7 @@ from mbgpu.mpi.comm import abort
 from mbgpu.mpi.layout import Layout
 from mbgpu.sampler.batch_step import step_generation
 from mbgpu.sampler.mc3 import MC3, RunOptions
+from mbgpu.sampler.swaps import swap_with
 from mbgpu.sampler.setup import build_runs
 
 
@@ -67,6 +72,7 @@ class DistributedMC3(MC3):
         self.rank = comm.Get_rank()
         self.local = layout.chains_of(self.rank)
         self.led = self.local if layout.leader(self.rank) else []
+        self._grouped = None
 
     # -- the loop's hooks -------------------------------------------------------------------------
     def run(self) -> int:
@@ -76,6 +82,19 @@ class DistributedMC3(MC3):
         self.sync_cold(with_moves=True)
         return gen
 
+    @property
+    def runs_local(self) -> bool:
+        """Every run's chains are held by one rank group, and no ss or reweighting reads other runs' chains
+        every generation: swaps need no messages."""
+        return self.stepping is None and self.reweight is None and self._one_group_per_run
+
+    @property
+    def _one_group_per_run(self) -> bool:
+        if self._grouped is None:
+            self._grouped = all(len({self.layout.owner(r, c) for c in range(self.opts.nchains)}) == 1
+                                for r in range(len(self.runs)))
+        return self._grouped
+
     def step_all(self) -> None:
         """This rank's chains take one batched step (mbgpu.sampler.batch_step), then scalars if needed."""
         o = self.opts
@@ -83,9 +102,51 @@ class DistributedMC3(MC3):
         mine = [[c for r2, c in self.local if r2 == r] for r in runs]
         step_generation([[self.runs[r][c] for c in cs] for r, cs in zip(runs, mine)],
                         [[self.ranks[r][c] for c in cs] for r, cs in zip(runs, mine)], o)
-        if (o.nchains > 1 and self.gen % o.swapfreq == 0) or self.gen % o.printfreq == 0 or \
+        swaps = o.nchains > 1 and self.gen % o.swapfreq == 0
+        if self.runs_local:
+            if self.gen % o.printfreq == 0:                  # the screen line: every chain's lnL and heat
+                self.sync_scalars()
+                if not swaps:
+                    self.sync_heats()
+        elif swaps or self.gen % o.printfreq == 0 or \
                 (self.stepping is not None and self.gen % o.samplefreq == 0):   # ss: the cold lnL on rank 0
             self.sync_scalars()
+
+    def swap_all(self) -> None:
+        """MC3.swap_all; with runs_local each rank decides its own runs' swaps only (all draws taken), and the
+        heats are shared before a screen line."""
+        if not self.runs_local:
+            return super().swap_all()
+        o = self.opts
+        if o.nchains < 2:
+            return None
+        draws = self.swap_rng.random(3 * o.nswaps * len(self.runs)).tolist()
+        held = {r for r, _c in self.local}
+        took = []
+        for r in sorted(held):
+            for k in range(o.nswaps):
+                i = 3 * (r * o.nswaps + k)
+                pair = swap_with(self.runs[r], self.ranks[r], o.temp, draws[i:i + 3], self.swaps[r], o.power, None)
+                if pair is not None:
+                    took.append((r,) + pair)
+        if took:
+            MC3.trade_heat_stats(self, took)
+        if self.gen % o.printfreq == 0:
+            self.sync_heats()
+        return None
+
+    def sync_heats(self) -> None:
+        """With runs_local: every rank takes each run's heats and swap counts from the group that holds it
+        (one allgather); nothing otherwise (every rank decided every swap)."""
+        if not self.runs_local:
+            return
+        held = sorted({r for r, _c in self.led})
+        mine = {r: (self.ranks[r], self.swaps[r].tried, self.swaps[r].accepted) for r in held}
+        for part in self.comm.allgather(mine):
+            for r, (ranks, tried, accepted) in part.items():
+                self.ranks[r][:] = ranks
+                self.swaps[r].tried = [list(x) for x in tried]
+                self.swaps[r].accepted = [list(x) for x in accepted]
 
     def trade_heat_stats(self, took: list) -> None:
         """MC3.trade_heat_stats across ranks: the accepted swaps of each run compose into one permutation of
@@ -128,6 +189,9 @@ class DistributedMC3(MC3):
     def sync_cold(self, with_moves: bool) -> None:
         """Rank 0 receives the current cold chains' tree and values (and moves) from their holders; with
         allchains=yes also the moves of the heated chains (the .mcmc file and the summary report them)."""
+        if self.runs_local:                      # no swap shared them this generation
+            self.sync_scalars()
+            self.sync_heats()
         mine = []
         if self.rank != 0:
             for r in range(len(self.runs)):
@@ -164,7 +228,9 @@ class DistributedMC3(MC3):
         self.swap_rng.bit_generator.state = rng_state
 
     def gather_chain_states(self, capture) -> dict | None:
-        """{(run, chain): capture(chain)} of every chain on rank 0 (None elsewhere), for a checkpoint."""
+        """{(run, chain): capture(chain)} of every chain on rank 0 (None elsewhere), for a checkpoint (with
+        every run's heats and swap counts, which rank 0 writes beside them)."""
+        self.sync_heats()
         mine = {(r, c): capture(self.runs[r][c]) for r, c in self.led}
         got = self.comm.gather(mine, root=0)
         if self.rank != 0:
@@ -283,8 +349,13 @@ class MpiPlacement:
         """Every rank takes rank 0's MC3 state, restored there from the checkpoint."""
         mc3.adopt_state()
 
-    def any_stop(self, flag) -> bool:
-        """True on every rank when a stop signal reached any rank; the flag then holds it everywhere."""
+    STOP_EVERY = 10      # generations between two stop-signal checks: each is a collective all ranks wait at
+
+    def any_stop(self, flag, gen: int) -> bool:
+        """True on every rank when a stop signal reached any rank, checked at multiples of STOP_EVERY (and
+        at generation 0 calls, a run's end); the flag then holds it everywhere."""
+        if gen % self.STOP_EVERY:
+            return False
         stop = max(self.comm.allgather(flag.signum or 0))
         if stop and flag.signum is None:
             flag.signum = stop

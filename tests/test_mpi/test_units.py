@@ -164,3 +164,21 @@ def test_launched_without_mpi4py_stops_with_one_line(tmp_path):
         "(mpi4py built against this cluster's MPI: docs/hpc.md) or run mbgpu without mpirun/srun, otherwise every process would run the whole "
         "analysis"]
     assert not (tmp_path / "w" / "r.run1.p").exists()
+
+
+@pytest.mark.parametrize("runs, chains, size, sitesplit, local", [
+    (2, 2, 2, 1, True), (2, 2, 1, 1, True), (4, 8, 4, 1, True), (2, 2, 4, 2, True),
+    (2, 2, 3, 1, False), (2, 2, 4, 1, False), (3, 2, 2, 1, False)])
+def test_runs_local_when_each_run_is_on_one_group(runs, chains, size, sitesplit, local):
+    """Swaps go without messages only where every run's chains share one rank group (and no ss or
+    reweighting reads the other runs each generation)."""
+    from types import SimpleNamespace
+
+    from mbgpu.mpi.driver import DistributedMC3
+
+    mc3 = object.__new__(DistributedMC3)
+    mc3.layout, mc3.opts = Layout(runs, chains, size, sitesplit), SimpleNamespace(nchains=chains)
+    mc3.runs, mc3.stepping, mc3._grouped = [None] * runs, None, None
+    assert mc3.runs_local is local
+    mc3.stepping = object()
+    assert mc3.runs_local is False

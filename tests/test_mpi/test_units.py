@@ -182,3 +182,14 @@ def test_runs_local_when_each_run_is_on_one_group(runs, chains, size, sitesplit,
     assert mc3.runs_local is local
     mc3.stepping = object()
     assert mc3.runs_local is False
+
+
+def test_openmp_threads_wait_passively_under_mpi_unless_the_user_says(monkeypatch):
+    """Spinning OpenMP workers made numba's parallel regions 10-250x slower under mpiexec (docs/hpc.md)."""
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    mcomm.passive_openmp_threads()
+    import os
+    assert os.environ["OMP_WAIT_POLICY"] == "passive"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "active")
+    mcomm.passive_openmp_threads()
+    assert os.environ["OMP_WAIT_POLICY"] == "active"

@@ -123,7 +123,7 @@ def _param_kernel(kind, c, s, tuning, lo, hi, ck):
     if kind == L.CLOCK_CPPRATE:
         x[P_CPP], r = cpp.move_cpp_rate(s, x[P_CPP], tuning[0])
         return r
-    eff = ck.lo[c]             # scratch: the kernels' own effective lengths (settle computes the kept ones)
+    eff = ck.lo[c]             # scratch: the kernels' own effective lengths (_effective computes the kept ones)
     eff[:] = ck.eff_p[c]
     parent, kids, depth = ck.parent_p[c], ck.kids_p[c], ck.depth_p[c]
     if kind == L.CLOCK_IGRRATE:

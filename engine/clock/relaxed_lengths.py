@@ -24,6 +24,8 @@ import numpy as np
 from mbgpu.clock.limits import RELBRLENS_MAX, RELBRLENS_MIN
 from mbgpu.jit import JIT_OPTIONS
 
+IGR, TK02, CPP = 1, 2, 3          # effective_from_lengths' kinds (mbgpu.core.clock_moves' ClockArgs.relaxed)
+
 
 @numba.njit(**JIT_OPTIONS)
 def branch_lengths_of(parent, depth, out) -> None:
@@ -36,16 +38,41 @@ def branch_lengths_of(parent, depth, out) -> None:
 @numba.njit(**JIT_OPTIONS)
 def igr_effective_lengths(parent, depth, rates, eff) -> None:
     """eff[v] = rates[v] x the branch length above v (UpdateIgrBrachLengths); 0 at the root."""
-    for v in range(parent.shape[0]):
-        eff[v] = rates[v] * (depth[parent[v]] - depth[v]) if parent[v] >= 0 else 0.0
+    _of_depths(IGR, parent, depth, rates, eff)
 
 
 @numba.njit(**JIT_OPTIONS)
 def tk02_effective_lengths(parent, depth, rates, eff) -> None:
     """eff[v] = branch length x (rates[v] + rates[parent]) / 2 (UpdateTK02EvolLengths); 0 at the root."""
+    _of_depths(TK02, parent, depth, rates, eff)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _of_depths(kind, parent, depth, rates, eff) -> None:
+    """effective_from_lengths (igr / tk02) of the depths' branch lengths."""
+    n = parent.shape[0]
+    lengths = np.empty(n)
+    branch_lengths_of(parent, depth, lengths)
+    effective_from_lengths(kind, parent, np.zeros((n, 2), dtype=np.int64), lengths, rates,
+                           np.zeros(n, dtype=np.int64), np.zeros((n, 1)), np.ones((n, 1)), eff)
+
+
+@numba.njit(**JIT_OPTIONS)
+def effective_from_lengths(kind, parent, kids, lengths, rates, n_events, positions, multipliers, eff) -> None:
+    """eff[v]: the effective length of v's branch of MrBayes' length `lengths[v]` (0 at the root) under the
+    relaxed clock `kind`: igr rates[v] x length, tk02 length x (rates[v] + rates[parent]) / 2, cpp
+    cpp_effective_from_lengths. The one formula RelaxedState and the compiled core's clock rows use."""
+    if kind == CPP:
+        cpp_effective_from_lengths(parent, kids, lengths, n_events, positions, multipliers, eff)
+        return
     for v in range(parent.shape[0]):
         p = parent[v]
-        eff[v] = (depth[p] - depth[v]) * (rates[v] + rates[p]) / 2.0 if p >= 0 else 0.0
+        if p < 0:
+            eff[v] = 0.0
+        elif kind == IGR:
+            eff[v] = rates[v] * lengths[v]
+        else:
+            eff[v] = lengths[v] * (rates[v] + rates[p]) / 2.0
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mbgpu.clock.limits import RELBRLENS_MAX, RELBRLENS_MIN
-from mbgpu.clock.relaxed_lengths import cpp_effective_from_lengths
+from mbgpu.clock.relaxed_lengths import CPP, IGR, TK02, effective_from_lengths
 
 KINDS = ("igr", "tk02", "cpp")   # the relaxed clocks the sampler runs
 CPP_CAPACITY = 16                # event slots per branch a CPP state starts with (the core grows them)
@@ -35,16 +35,17 @@ class RelaxedState:
     multipliers: np.ndarray | None = None
 
     def effective_lengths(self, parent: np.ndarray, brlen: np.ndarray, kids: np.ndarray | None = None) -> np.ndarray:
-        """The effective length of each node's branch (0 at the root); cpp needs the tree's `kids`."""
-        if self.kind == "cpp":
-            eff = np.zeros(parent.shape[0])
-            cpp_effective_from_lengths(parent, kids, np.asarray(brlen, dtype=np.float64), self.n_events,
-                                       self.positions, self.multipliers, eff)
-            return eff
-        if self.kind == "igr":
-            return np.where(parent >= 0, self.rates * brlen, 0.0)
-        up = self.rates[np.maximum(parent, 0)]
-        return np.where(parent >= 0, brlen * (self.rates + up) / 2.0, 0.0)
+        """The effective length of each node's branch (0 at the root; relaxed_lengths.effective_from_lengths);
+        cpp needs the tree's `kids`."""
+        n = parent.shape[0]
+        eff = np.zeros(n)
+        none = np.zeros(n, dtype=np.int64), np.zeros((n, 1)), np.ones((n, 1))
+        events = (self.n_events, self.positions, self.multipliers) if self.kind == "cpp" else none
+        effective_from_lengths({"igr": IGR, "tk02": TK02, "cpp": CPP}[self.kind], np.asarray(parent, dtype=np.int64),
+                               np.zeros((n, 2), dtype=np.int64) if kids is None else np.asarray(kids, dtype=np.int64),
+                               np.asarray(brlen, dtype=np.float64), np.asarray(self.rates, dtype=np.float64), *events,
+                               eff)
+        return eff
 
     def copy(self) -> "RelaxedState":
         if self.kind != "cpp":

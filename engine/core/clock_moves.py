@@ -25,7 +25,7 @@ from mbgpu.clock.limits import RELBRLENS_MAX, RELBRLENS_MIN
 from mbgpu.clock.pars_spr_clock import pars_spr_from, pick_pruned
 from mbgpu.clock.prior_table import A_CPP_SIGMA, FOSSILIZATION, P_CPP, P_EXT, P_IGR, P_NET, P_POP, P_TK02
 from mbgpu.clock.prior_table import ln_clock_prior
-from mbgpu.clock.relaxed_lengths import cpp_effective_from_lengths
+from mbgpu.clock.relaxed_lengths import CPP, effective_from_lengths
 from mbgpu.clock.rooted import keep_written_order, moved_lengths, unrooted_view_into
 from mbgpu.clock.topology_moves import nni_clock, pick_prunable, spr_from
 from mbgpu.core import layout as L
@@ -33,7 +33,7 @@ from mbgpu.core.clock_cpp import carry_events
 from mbgpu.core.trees import fill_kids
 from mbgpu.jit import JIT_OPTIONS
 
-STRICT, IGR, TK02, CPP = 0, 1, 2, 3    # ClockArgs.relaxed
+STRICT = 0                             # ClockArgs.relaxed: this, or relaxed_lengths' IGR, TK02, CPP
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -169,26 +169,22 @@ def propose_clock(kind, c, s, tuning, lo, hi, ck, t_parent, t_kids, t_brlen, brl
 
 @numba.njit(**JIT_OPTIONS)
 def _effective(c, ck, check):
-    """eff_p[c] from brlen_p and the relaxed rates (RelaxedState.effective_lengths); with `check`, False
-    when a positive-length branch's effective length is outside [RELBRLENS_MIN, RELBRLENS_MAX]."""
-    parent, brlen, rates, eff = ck.parent_p[c], ck.brlen_p[c], ck.rates_p[c], ck.eff_p[c]
-    if ck.relaxed == CPP:                  # MrBayes checks no bound here (UpdateCppEvolLength)
-        cpp_effective_from_lengths(parent, ck.kids_p[c], brlen, ck.n_events_p[c], ck.positions_p[c], ck.mults_p[c],
-                                   eff)
+    """eff_p[c] from brlen_p: the lengths themselves for a strict clock, else relaxed_lengths'
+    effective_from_lengths (as RelaxedState.effective_lengths); with `check` under igr / tk02, False when a
+    positive-length branch's effective length is outside [RELBRLENS_MIN, RELBRLENS_MAX] (MrBayes checks no
+    bound under cpp: UpdateCppEvolLength)."""
+    parent, brlen, eff = ck.parent_p[c], ck.brlen_p[c], ck.eff_p[c]
+    if ck.relaxed == STRICT:
+        eff[:] = brlen
         return True
-    ok = True
+    effective_from_lengths(ck.relaxed, parent, ck.kids_p[c], brlen, ck.rates_p[c], ck.n_events_p[c],
+                           ck.positions_p[c], ck.mults_p[c], eff)
+    if not check or ck.relaxed == CPP:
+        return True
     for v in range(parent.shape[0]):
-        p = parent[v]
-        if p < 0:
-            eff[v] = 0.0 if ck.relaxed != STRICT else brlen[v]
-            continue
-        if ck.relaxed == STRICT:
-            eff[v] = brlen[v]
-            continue
-        eff[v] = rates[v] * brlen[v] if ck.relaxed == IGR else brlen[v] * (rates[v] + rates[p]) / 2.0
-        if check and brlen[v] > 0.0 and not (RELBRLENS_MIN <= eff[v] <= RELBRLENS_MAX):
-            ok = False
-    return ok
+        if parent[v] >= 0 and brlen[v] > 0.0 and not (RELBRLENS_MIN <= eff[v] <= RELBRLENS_MAX):
+            return False
+    return True
 
 
 @numba.njit(**JIT_OPTIONS)

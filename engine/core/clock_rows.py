@@ -19,8 +19,9 @@ import numpy as np
 
 from mbgpu.clock.chain_tree import ClockTree
 from mbgpu.clock.prior_table import ln_clock_prior, pack_params, prior_table, shift_array, unpack_params
+from mbgpu.clock.relaxed_lengths import CPP, IGR, TK02
 from mbgpu.clock.relaxed_state import RelaxedState
-from mbgpu.core.clock_moves import CPP, IGR, STRICT, TK02
+from mbgpu.core.clock_moves import STRICT
 from mbgpu.core.pars_spr import prepare_pars_data
 
 ROWS = ("parent", "kids", "depth", "brlen", "written", "rate", "params", "rates", "eff", "n_events", "positions", "mults")

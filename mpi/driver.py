@@ -29,7 +29,6 @@ from mbgpu.mpi.comm import abort
 from mbgpu.mpi.layout import Layout
 from mbgpu.sampler.batch_step import step_generation
 from mbgpu.sampler.mc3 import MC3, RunOptions
-from mbgpu.sampler.swaps import swap_with
 from mbgpu.sampler.setup import build_runs
 
 
@@ -113,27 +112,16 @@ class DistributedMC3(MC3):
             self.sync_scalars()
 
     def swap_all(self) -> None:
-        """MC3.swap_all; with runs_local each rank decides its own runs' swaps only (all draws taken), and the
-        heats are shared before a screen line."""
-        if not self.runs_local:
-            return super().swap_all()
-        o = self.opts
-        if o.nchains < 2:
-            return None
-        draws = self.swap_rng.random(3 * o.nswaps * len(self.runs)).tolist()
-        held = {r for r, _c in self.local}
-        took = []
-        for r in sorted(held):
-            for k in range(o.nswaps):
-                i = 3 * (r * o.nswaps + k)
-                pair = swap_with(self.runs[r], self.ranks[r], o.temp, draws[i:i + 3], self.swaps[r], o.power, None)
-                if pair is not None:
-                    took.append((r,) + pair)
-        if took:
-            MC3.trade_heat_stats(self, took)
-        if self.gen % o.printfreq == 0:
+        """MC3.swap_all (with runs_local each rank decides its own runs' swaps: `decides`); then, before a
+        screen line, every rank takes the heats."""
+        super().swap_all()
+        if self.runs_local and self.gen % self.opts.printfreq == 0:
             self.sync_heats()
-        return None
+
+    def decides(self, run: int) -> bool:
+        """Every rank decides every swap (it knows every chain's scalars), but with runs_local only the
+        runs it holds (every rank still draws every swap's uniforms: one shared stream)."""
+        return not self.runs_local or any(r == run for r, _c in self.local)
 
     def sync_heats(self) -> None:
         """With runs_local: every rank takes each run's heats and swap counts from the group that holds it

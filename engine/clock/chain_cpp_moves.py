@@ -2,16 +2,14 @@
 Multiplier(Lambda_cpp) changes cppRate (ClockTree.params), Add_delete / Prior_draw_pos / Prior_draw_mult
 (CppEvents) the events of ClockTree.relaxed, each through its kernel of mbgpu.clock.cpp_moves. The compiled
 core runs them (mbgpu.core.clock_moves, which also carries the events through the tree moves); these
-classes give it their names, weights and tuning, and run them on one ClockTree.
+classes give it their names, weights and tuning (Multiplier(Lambda_cpp) also runs on one ClockTree).
 """
 from __future__ import annotations
 
-import math
-
 from mbgpu.clock import cpp_moves
-from mbgpu.clock.chain_moves import ClockMove, _ParamMove, kernel_state
+from mbgpu.clock.chain_moves import ClockMove, _ParamMove
 from mbgpu.clock.limits import CPPLAMBDA_MAX, CPPLAMBDA_MIN
-from mbgpu.moves.base import aborted, make_proposal
+from mbgpu.errors import NotImplementedYet
 
 
 class CppRateMultiplier(_ParamMove):
@@ -28,51 +26,29 @@ class CppRateMultiplier(_ParamMove):
 
 
 class _EventMove(ClockMove):
-    """A move of the CPP events on a copy of the tree's relaxed state (no tuning)."""
-
-    def _kernel(self, s, tree, ev, eff):
-        raise NotImplementedError
+    """A move of the CPP events: only the compiled core runs it (mbgpu.core.clock_moves, on its event rows;
+    the interpreted tree moves carry no events, so batch_step refuses cpp chains the core cannot step)."""
 
     def propose(self, tree, rng, ctx):
-        ev = tree.relaxed.copy()
-        r = self._kernel(kernel_state(rng), tree, ev, tree.eff.copy())
-        if not r > -math.inf:
-            return aborted(tree)
-        st = tree.state
-        return make_proposal(tree, tree.moved(st.parent, st.kids, st.depth, relaxed=ev), r)
+        raise NotImplementedYet("%s outside the compiled sampler core is not supported yet" % self.name)
 
 
 class CppEventsAddDelete(_EventMove):
-    """Add_delete(CppEvents), Move_AddDeleteCPPEvent."""
+    """Add_delete(CppEvents), Move_AddDeleteCPPEvent (cpp_moves.move_cpp_add_delete)."""
 
     name = "Add_delete"
 
-    def _kernel(self, s, tree, ev, eff):
-        st = tree.state
-        return cpp_moves.move_cpp_add_delete(s, st.parent, st.kids, st.depth, ev.n_events, ev.positions,
-                                             ev.multipliers, eff, tree.frame.model.cppmultdev)
-
 
 class CppEventPosition(_EventMove):
-    """Prior_draw_pos(CppEvents), Move_CPPEventPosition."""
+    """Prior_draw_pos(CppEvents), Move_CPPEventPosition (cpp_moves.move_cpp_position)."""
 
     name = "Prior_draw_pos"
 
-    def _kernel(self, s, tree, ev, eff):
-        st = tree.state
-        return cpp_moves.move_cpp_position(s, st.parent, st.kids, st.depth, ev.n_events, ev.positions,
-                                           ev.multipliers, eff)
-
 
 class CppEventMultiplier(_EventMove):
-    """Prior_draw_mult(CppEvents), Move_CPPRateMultiplierRnd."""
+    """Prior_draw_mult(CppEvents), Move_CPPRateMultiplierRnd (cpp_moves.move_cpp_multiplier)."""
 
     name = "Prior_draw_mult"
-
-    def _kernel(self, s, tree, ev, eff):
-        st = tree.state
-        return cpp_moves.move_cpp_multiplier(s, st.parent, st.kids, st.depth, ev.n_events, ev.positions,
-                                             ev.multipliers, eff, tree.frame.model.cppmultdev)
 
 
 CPP_KINDS = {"cpprate": CppRateMultiplier, "cpp_add_delete": CppEventsAddDelete, "cpp_position": CppEventPosition,

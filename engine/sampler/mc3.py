@@ -185,12 +185,16 @@ class MC3:
         for r, chains in enumerate(self.runs):
             for _ in range(o.nswaps):
                 pair = swap_with(chains, self.ranks[r], o.temp, draws[i:i + 3], self.swaps[r], o.power,
-                                 self.reweight)
+                                 self.reweight) if self.decides(r) else None
                 if pair is not None:
                     took.append((r,) + pair)
                 i += 3
         if took:
             self.trade_heat_stats(took)
+
+    def decides(self, run: int) -> bool:
+        """Whether this process decides run `run`'s swaps (every run here; under MPI see DistributedMC3)."""
+        return True
 
     def trade_heat_stats(self, took: list) -> None:
         """The chains of each accepted swap (run, position a, position b), in order, trade the statistics

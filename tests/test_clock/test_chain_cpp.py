@@ -98,3 +98,12 @@ def test_gpu_run_equals_cpu_run(tmp_path, monkeypatch):
     sample (the likelihood reads the CPP effective branch lengths on both)."""
     rows = gpu_equals_cpu(tmp_path, monkeypatch, "clockvarpr=cpp")
     assert max(r[5] for r in rows) > 0                     # n_CPP: events were carried
+
+
+def test_event_moves_only_run_in_the_core():
+    """The interpreted step has no event bookkeeping: an event move asked to propose there says so."""
+    from mbgpu.clock.chain_cpp_moves import CPP_KINDS
+
+    for kind in ("cpp_add_delete", "cpp_position", "cpp_multiplier"):
+        with pytest.raises(NotImplementedYet, match="outside the compiled sampler core"):
+            CPP_KINDS[kind]().propose(None, None, None)

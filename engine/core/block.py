@@ -102,8 +102,8 @@ class BlockRunner:
     @staticmethod
     def for_mc3(mc3):
         """A BlockRunner for `mc3`'s chains; None while the core is not built; False where generations go
-        one by one: on a GPU, under MPI, several pattern sets or trees, a clock tree, a model or prior the
-        core builds on the host."""
+        one by one: on a GPU, under MPI, several pattern sets or trees, a clock tree, coding=variable, a
+        model or prior the core builds on the host."""
         if not mc3.compiled_blocks:
             return False
         held = mc3.runs[0][0]._core
@@ -113,7 +113,7 @@ class BlockRunner:
         if len(core.divisions) != 1 or core.n_trees != 1 or core.clock is not None:   # clock rows: stepper only
             return False
         d = core.divisions[0]
-        if (type(d) is not DivisionArrays or d.sum_each is not None
+        if (type(d) is not DivisionArrays or d.sum_each is not None or d.unobserved_weight
                 or core.groups != 1 or not core.priors.ok or core.set_models[0] is None):
             return False
         return BlockRunner(core, len(mc3.runs), mc3.opts.nchains)

@@ -51,13 +51,15 @@ class DeviceDivision(ChainRows):
         live = np.flatnonzero(self.todo[c0:c1]) + c0
         if not live.size:
             return None
-        return live, self.backend.launch_packed(self.plan(tree, c0, c1), tag)
+        mkv = np.zeros(self.todo.size)
+        self.add_mkv(tree, mkv)                  # coding=variable: the host's share, added at collect
+        return live, self.backend.launch_packed(self.plan(tree, c0, c1), tag), mkv[live]
 
     def collect(self, ticket) -> None:
         """Wait for a launched flush; its chains' log likelihoods into lnl_p."""
         if ticket is not None:
-            live, handle = ticket
-            self.lnl_p[live] = self.backend.batch_fetch(handle)
+            live, handle, mkv = ticket
+            self.lnl_p[live] = self.backend.batch_fetch(handle) + mkv
 
     def evaluate(self, tree) -> None:
         """Every chain with todo != 0: its proposal's log likelihood into lnl_p (one flush, waited for)."""

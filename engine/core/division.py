@@ -13,6 +13,7 @@ import numpy as np
 
 from mbgpu.jit import JIT_OPTIONS
 from mbgpu.likelihood.host_buffers import HostBuffers
+from mbgpu.likelihood.mkv import chain_corrections
 from mbgpu.core.kernels import node_update, rescale, root_sites, weighted_lnl
 
 CUR, PROP = 0, 1          # model rows: the chain's current model and a proposed one
@@ -41,6 +42,9 @@ class ChainRows:
         self.lnl = np.array([p.lnl for p in lane_parts], dtype=np.float64)
         self.lnl_p = self.lnl.copy()
         self.todo = np.zeros(c, dtype=np.int8)       # 0 nothing, 1 changed branches/topology, 2 all (new model)
+        # coding=variable: the pattern weights' sum, which scales the Mkv correction (mbgpu.likelihood.mkv)
+        first = lane_parts[0]
+        self.unobserved_weight = float(np.sum(first.weights)) if first.coding_variable else 0.0
 
     def set_model(self, i: int, row: int, model, mult: float) -> None:
         """Chain i's model (a SubstitutionModel) and rate multiplier into row CUR or PROP."""
@@ -56,6 +60,12 @@ class ChainRows:
 
     def evaluate(self, tree) -> None:
         raise NotImplementedError
+
+    def add_mkv(self, tree, lnl) -> None:
+        """coding=variable: each chain with todo != 0 gets its proposal's Mkv correction added to lnl."""
+        if self.unobserved_weight:
+            chain_corrections(self.todo, self.n_tips, tree.parent_p, tree.brlen_p, self.crates, self.cweights,
+                              self.pinvar, self.mult, self.unobserved_weight, lnl)
 
     def launch(self, tree, c0: int = 0, c1: int | None = None, tag: str = ""):
         """Start the evaluations of chains c0..c1-1; a ticket for collect. Here (host buffers) every chain
@@ -134,6 +144,7 @@ class DivisionArrays(ChainRows):
         if self.sum_each is not None:
             live = self.todo != 0
             self.lnl_p[live] = self.sum_each(self.lnl_p[live])
+        self.add_mkv(tree, self.lnl_p)
 
 
 def host_buffers(backend):

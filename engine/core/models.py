@@ -51,11 +51,12 @@ class SetModel:
     @staticmethod
     def describable(spec, params, division: int) -> bool:
         """Whether SetModel covers this set (nucleotide, or fixed exchangeabilities with free frequencies
-        only where they are the model's: not protein GTR)."""
+        only where they are the model's: not protein GTR). coding=variable leaves the model as it is (the
+        divisions add the Mkv correction)."""
         kinds = {p.kind for p in params if division in p.divisions}
         if spec.datatype == "protein" and ("revmat" in kinds or spec.aamodel.lower() == "gtr"):
             return False
-        return spec.datatype in ("dna", "rna", "protein", "standard") and spec.coding == "all"
+        return spec.datatype in ("dna", "rna", "protein", "standard")
 
 
 class PriorTable:

@@ -42,8 +42,6 @@ def unsupported(chains) -> str | None:
         shared = getattr(inc, "shared", None)         # a lane of a batched instance (batch_step.LanePartition)
         if shared is None or (host_buffers(shared.backend) is None and not device_backend(shared.backend)):
             return "a likelihood backend that the core cannot drive"
-        if inc._mkv is not None:
-            return "coding=variable"
     for mv in first.moves:
         why = unsupported_move(mv)
         if why:

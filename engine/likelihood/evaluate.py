@@ -6,15 +6,16 @@ the initial state and by tests); the sampler uses the same NodeSlots numbering w
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
 import numpy as np
 
 from mbgpu.errors import DataError, ModelError
+from mbgpu.likelihood.mkv import model_correction
 from mbgpu.likelihood.numpy_backend import NumpyBackend
 from mbgpu.likelihood.protocol import NONE, InstanceSpec, LikelihoodBackend
-from mbgpu.models.substitution import SubstitutionModel, build_model
+from mbgpu.models.substitution import SubstitutionModel
 from mbgpu.tree import Tree
 
 BackendFactory = Callable[[InstanceSpec], LikelihoodBackend]
@@ -123,16 +124,7 @@ class PartitionLikelihood:
                 self.backend.set_tip_partials(t, tip_partials[t])
             else:
                 self.backend.set_tip_states(t, states)
-        self._mkv = self._mkv_dummy(factory) if model.spec.coding == "variable" else None
-
-    def _mkv_dummy(self, factory: BackendFactory) -> "PartitionLikelihood":
-        """The all-0 and all-1 patterns under a binary Mk model with the same rates (MrBayes 3.2.7a)."""
-        binary = build_model(replace(self.model.spec, n_states=2, coding="all"))
-        tips = np.zeros((self.n_tips, 2, 2))
-        tips[:, 0, 0] = 1.0
-        tips[:, 1, 1] = 1.0
-        return PartitionLikelihood(tips, np.ones(2), binary, self.rate_multiplier, factory, self.scaling,
-                                   double_buffer=False)
+        self.coding_variable = model.spec.coding == "variable"
 
     def _run(self, tree: Tree) -> tuple:
         """Compute matrices and partials for `tree`; return the root call's arguments."""
@@ -159,9 +151,8 @@ class PartitionLikelihood:
     def log_likelihood(self, tree: Tree) -> float:
         """ln L of the partition on `tree` (branch lengths times the rate multiplier), Mkv-corrected."""
         lnl = self.backend.root_log_likelihood(*self._run(tree))
-        if self._mkv is not None:
-            p_unobserved = float(np.exp(self._mkv.site_log_likelihoods(tree)).sum())
-            lnl -= float(self.weights.sum()) * np.log1p(-p_unobserved)
+        if self.coding_variable:
+            lnl += model_correction(self.weights, tree, self.model, self.rate_multiplier)
         return float(lnl)
 
 

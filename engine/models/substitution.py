@@ -8,7 +8,7 @@ Conventions (those of MrBayes 3.2.7a, verified against its likelihoods):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -175,10 +175,6 @@ class SubstitutionModel:
         s, pi = exchangeabilities_and_frequencies(spec)
         return SubstitutionModel(spec, pi, rate_matrix(s, pi), self.category_rates, self.category_weights,
                                  self.pinvar)
-
-    def with_states(self, n_states: int) -> "SubstitutionModel":
-        """The same rate model for standard data with another number of states (Mkv dummy patterns)."""
-        return build_model(replace(self.spec, n_states=n_states, coding="all"))
 
 
 def build_model(spec: ModelSpec) -> SubstitutionModel:

@@ -13,15 +13,13 @@ chain): the reference the tests compare the batched path with; runs always take 
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from mbgpu.core.stepper import CoreStepper, unsupported
 from mbgpu.errors import NotImplementedYet
 from mbgpu.likelihood.batched import LaneJob, SharedInstance
+from mbgpu.likelihood.mkv import model_correction
 from mbgpu.likelihood.protocol import NONE
-from mbgpu.models import build_model
 from mbgpu.tree import Tree
 
 
@@ -145,17 +143,7 @@ class LanePartition:
         self.lnl = 0.0
         self._saved = None
         self._topo: _Topology | None = None
-        self._mkv = self._mkv_dummy() if model.spec.coding == "variable" else None
-
-    def _mkv_dummy(self):
-        """The all-0/all-1 binary patterns (Mkv correction), on the numpy backend: two patterns."""
-        from mbgpu.likelihood.evaluate import PartitionLikelihood
-        from mbgpu.likelihood.numpy_backend import NumpyBackend
-
-        binary = build_model(replace(self.model.spec, n_states=2, coding="all"))
-        tips = np.zeros((self.n_tips, 2, 2))
-        tips[:, 0, 0] = tips[:, 1, 1] = 1.0
-        return PartitionLikelihood(tips, np.ones(2), binary, self.mult, NumpyBackend, double_buffer=False)
+        self.coding_variable = model.spec.coding == "variable"
 
     # -- proposals ---------------------------------------------------------------------------
     def propose(self, tree: Tree, model=None, rate_multiplier: float | None = None) -> float:
@@ -193,10 +181,8 @@ class LanePartition:
     def finish(self, root_lnl: float) -> None:
         """Take the flushed root log likelihood (Mkv-corrected for coding=variable)."""
         lnl = root_lnl
-        if self._mkv is not None:
-            self._mkv.rate_multiplier = self.mult
-            p_unobserved = float(np.exp(self._mkv.site_log_likelihoods(self.tree)).sum())
-            lnl -= float(self.weights.sum()) * np.log1p(-p_unobserved)
+        if self.coding_variable:
+            lnl += model_correction(self.weights, self.tree, self.model, self.mult)
         self.lnl = float(lnl)
 
     # -- internals -----------------------------------------------------------------------------

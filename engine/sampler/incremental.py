@@ -7,13 +7,11 @@ moves need not report what they touched.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from mbgpu.likelihood.evaluate import NodeSlots, _compact_states
+from mbgpu.likelihood.mkv import model_correction
 from mbgpu.likelihood.protocol import NONE
-from mbgpu.models import build_model
 from mbgpu.tree import Tree
 
 
@@ -41,15 +39,7 @@ class IncrementalPartition:
         self.tree: Tree | None = None
         self.lnl = 0.0
         self._saved = None
-        self._mkv = self._mkv_dummy(factory) if model.spec.coding == "variable" else None
-
-    def _mkv_dummy(self, factory):
-        from mbgpu.likelihood.evaluate import PartitionLikelihood
-
-        binary = build_model(replace(self.model.spec, n_states=2, coding="all"))
-        tips = np.zeros((self.n_tips, 2, 2))
-        tips[:, 0, 0] = tips[:, 1, 1] = 1.0
-        return PartitionLikelihood(tips, np.ones(2), binary, self.mult, factory, double_buffer=False)
+        self.coding_variable = model.spec.coding == "variable"
 
     # -- proposals ---------------------------------------------------------------------------
     def propose(self, tree: Tree, model=None, rate_multiplier: float | None = None) -> float:
@@ -140,8 +130,6 @@ class IncrementalPartition:
         m = self.model
         lnl = self.backend.root_log_likelihood(self._buf(root), m.frequencies, m.category_weights, m.pinvar,
                                                cum, self._buf(third), self._mat(third))
-        if self._mkv is not None:
-            self._mkv.rate_multiplier = self.mult
-            p_unobserved = float(np.exp(self._mkv.site_log_likelihoods(tree)).sum())
-            lnl -= float(self.weights.sum()) * np.log1p(-p_unobserved)
+        if self.coding_variable:
+            lnl += model_correction(self.weights, tree, self.model, self.mult)
         return float(lnl)

@@ -83,10 +83,10 @@ def test_chains_the_core_cannot_step_are_refused():
     from mbgpu.sampler.batch_step import _refuse_interpreted
 
     class Chain:
-        core_refused = "coding=variable"
+        core_refused = "mcmc reweight"
         trees = [type("T", (), {"relaxed": RelaxedState("cpp", np.ones(3))})()]
 
-    with pytest.raises(NotImplementedYet, match="clockvarpr=cpp and coding=variable"):
+    with pytest.raises(NotImplementedYet, match="clockvarpr=cpp and mcmc reweight"):
         _refuse_interpreted(Chain())
     Chain.trees[0].relaxed = RelaxedState("igr", np.ones(3))
     _refuse_interpreted(Chain())

@@ -38,8 +38,6 @@ def test_packed_flushes_give_the_reference_likelihoods(tmp_path, commands):
     rng = np.random.default_rng(8)
     ctx = MoveContext(n_tips=chains[0].tree.n_tips)
     for j in range(len(chains[0].parts)):
-        if chains[0].parts[j].inc._mkv is not None:
-            continue
         trees = T.ChainTrees([ch.tree for ch in chains])
         div = DeviceDivision(chains[0].parts[j].inc.shared, [ch.parts[j].inc for ch in chains])
         div.refresh(trees)

@@ -41,8 +41,6 @@ def test_incremental_and_full_evaluations_equal_the_reference(tmp_path, commands
     rng = np.random.default_rng(4)
     ctx = MoveContext(n_tips=chains[0].tree.n_tips)
     for j in range(len(chains[0].parts)):
-        if chains[0].parts[j].inc._mkv is not None:      # coding=variable: not run by the core
-            continue
         trees = T.ChainTrees([ch.tree for ch in chains])
         div = DivisionArrays(chains[0].parts[j].inc.shared, [ch.parts[j].inc for ch in chains])
         div.refresh(trees)

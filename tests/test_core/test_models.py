@@ -43,8 +43,6 @@ def _check(tmp_path, commands):
     assert table.ok
     rng = np.random.default_rng(8)
     for j, part in enumerate(ch.parts):
-        if part.inc._mkv is not None:
-            continue
         assert SetModel.describable(part.spec, params, part.division)
         sm = SetModel(part.spec, part.division, part.fixed_mult, params, layout)
         d = DivisionArrays(part.inc.shared, [part.inc])

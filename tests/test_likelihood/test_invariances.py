@@ -147,3 +147,38 @@ def test_rate_multiplier_scales_branch_lengths(dna_case):
     assert faster.log_likelihood(tree) != pytest.approx(part.log_likelihood(tree), rel=1e-6)
     missing = PartitionLikelihood(np.ones((9, 1, 4)), np.ones(1), part.model)
     assert missing.log_likelihood(tree) == pytest.approx(0.0, abs=1e-12)     # all-missing site: L = 1
+
+
+@pytest.mark.parametrize("rates, extra", [("equal", {}), ("gamma", {"alpha": 0.4}),
+                                          ("invgamma", {"alpha": 0.7, "pinvar": 0.3})])
+def test_unobserved_probability_equals_the_two_binary_dummy_patterns(rates, extra):
+    """mbgpu.likelihood.mkv's closed-form binary pruning = the all-0 / all-1 patterns under a binary Mk
+    model on the numpy backend (MrBayes' two dummy characters), unrooted and rooted trees."""
+    from mbgpu.likelihood.mkv import unobserved_probability
+
+    rng = np.random.default_rng(21)
+    model = build_model(ModelSpec(datatype="standard", n_states=2, rates=rates, **extra))
+    tips = np.stack([np.tile([1.0, 0.0], (9, 1)), np.tile([0.0, 1.0], (9, 1))], axis=1)
+    for tree in (random_tree(9, rng), Tree(3, np.array([3, 3, 4, 4, -1]), np.array([0.1, 0.2, 0.3, 0.05, 0.0]))):
+        tips_n = tips[:tree.n_tips]
+        want = np.exp(PartitionLikelihood(tips_n, np.ones(2), model, 1.7).site_log_likelihoods(tree)).sum()
+        got = unobserved_probability(tree.n_tips, tree.parent, tree.brlen, model.category_rates,
+                                     model.category_weights, model.pinvar, 1.7)
+        assert got == pytest.approx(want, rel=1e-13)
+
+
+def test_mkv_correction_follows_the_model_of_a_proposal():
+    """A chain's likelihood after a new gamma shape is corrected with the new shape's categories (the
+    interpreted sampler kept the start's until session 45)."""
+    from mbgpu.likelihood.numpy_backend import NumpyBackend
+    from mbgpu.sampler.incremental import IncrementalPartition
+
+    rng = np.random.default_rng(3)
+    tree, tips, w = random_tree(7, rng), random_tips(rng, 7, 20, 3, p_ambiguous=0.0, p_missing=0.1), np.ones(20)
+    start, new = (build_model(ModelSpec(datatype="standard", n_states=3, rates="gamma", alpha=a, coding="variable"))
+                  for a in (0.3, 5.0))
+    inc = IncrementalPartition(tips, w, start, 1.0, NumpyBackend, 7)
+    inc.propose(tree)
+    inc.accept()
+    assert inc.propose(tree, model=new) == pytest.approx(PartitionLikelihood(tips, w, new).log_likelihood(tree),
+                                                         rel=1e-12)

@@ -7,7 +7,10 @@ between the first and the last printed generation on rank 0's screen, so start-u
 initial state) is not counted. The .p files of every rank count are compared with the 1-rank run's.
 
     python3 benchmarks/mpi_scaling.py [--ranks 1,2,4,8] [--ngen 400] [--backend gpu|cpu] [--scale 1.0]
-                                      [--case dna|protein] [--nruns 2] [--nchains 4]
+                                      [--case dna|protein] [--nruns 2] [--nchains 4] [--split]
+
+--split runs every rank count N with `set sitesplit=N` (one group: each rank holds 1/N of the patterns of
+every chain), the issue's case (b); without it the chains are spread over the ranks.
 """
 from __future__ import annotations
 
@@ -83,19 +86,22 @@ def main(argv=None) -> int:
     ap.add_argument("--nruns", type=int, default=2)
     ap.add_argument("--nchains", type=int, default=4)
     ap.add_argument("--extra", default="", help="commands before mcmc, e.g. 'propset ParsSPR(Tau,V)$prob=0;'")
+    ap.add_argument("--split", action="store_true", help="N ranks split the patterns N ways (set sitesplit=N)")
     args = ap.parse_args(argv)
     case = CASES[args.case]
     folder = tempfile.mkdtemp(prefix="mpi_scaling_")
     n_sites = max(100, int(case["n_sites"] * args.scale))
     data = os.path.join(folder, "data.nex")
     write_nexus(data, simulate(case["n_taxa"], n_sites, case["spec"], seed=5), case["alphabet"], case["spec"].datatype)
-    print("%s %d taxa x %d sites, %d runs x %d chains, %d generations, backend %s; %d CPU cores usable (of %d)"
-          % (args.case, case["n_taxa"], n_sites, args.nruns, args.nchains, args.ngen, args.backend,
+    print("%s %d taxa x %d sites, %d runs x %d chains%s, %d generations, backend %s; %d CPU cores usable (of %d)"
+          % (args.case, case["n_taxa"], n_sites, args.nruns, args.nchains, ", sites split over the ranks"
+             if args.split else "", args.ngen, args.backend,
              len(os.sched_getaffinity(0)), os.cpu_count()))
     print("%5s %8s %9s %8s %9s %6s  %s" % ("ranks", "gens", "gen/s", "speedup", "wall s", "same", "devices"))
     base = None
     for n in [int(x) for x in args.ranks.split(",")]:
-        r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains, args.extra))
+        extra = args.extra + (" set sitesplit=%d;" % n if args.split else "")
+        r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains, extra))
         if "error" in r:
             print("%5d failed:\n%s" % (n, r["error"]), flush=True)
             continue

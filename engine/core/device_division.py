@@ -51,15 +51,19 @@ class DeviceDivision(ChainRows):
         live = np.flatnonzero(self.todo[c0:c1]) + c0
         if not live.size:
             return None
-        mkv = np.zeros(self.todo.size)
-        self.add_mkv(tree, mkv)                  # coding=variable: the host's share, added at collect
-        return live, self.backend.launch_packed(self.plan(tree, c0, c1), tag), mkv[live]
+        mkv = None
+        if self.unobserved_weight:               # coding=variable: the host's share, added at collect
+            mkv = np.zeros(self.todo.size)
+            self.add_mkv(tree, mkv)
+            mkv = mkv[live]
+        return live, self.backend.launch_packed(self.plan(tree, c0, c1), tag), mkv
 
     def collect(self, ticket) -> None:
         """Wait for a launched flush; its chains' log likelihoods into lnl_p."""
         if ticket is not None:
             live, handle, mkv = ticket
-            self.lnl_p[live] = self.backend.batch_fetch(handle) + mkv
+            got = self.backend.batch_fetch(handle)
+            self.lnl_p[live] = got if mkv is None else got + mkv
 
     def evaluate(self, tree) -> None:
         """Every chain with todo != 0: its proposal's log likelihood into lnl_p (one flush, waited for)."""

@@ -68,7 +68,7 @@ class SerialPlacement:
 
     def any_stop(self, flag, gen: int) -> bool:
         """True when a stop signal arrived at generation `gen` (under MPI: on any rank, seen every
-        MpiPlacement.STOP_EVERY generations)."""
+        mbgpu.mpi.driver.STOP_EVERY generations)."""
         return flag.signum is not None
 
     def from_writer(self, value):

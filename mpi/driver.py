@@ -32,6 +32,9 @@ from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.setup import build_runs
 
 
+STOP_EVERY = 10      # generations between two stop-signal checks: each is a collective all ranks wait at
+
+
 class RemoteChain:
     """Stand-in for a chain held by another rank: the scalars every rank knows, and on rank 0 the
     cold-chain state its holder last sent (trees, values, moves)."""
@@ -62,7 +65,6 @@ def share_scalars(comm, runs, led) -> None:
 class DistributedMC3(MC3):
     """MC3 over MPI ranks (see the module docstring); `layout` is an mbgpu.mpi.layout.Layout."""
 
-    compiled_blocks = False      # swaps and stop signals are collectives: one generation at a time
     cpu_where = " on processor 0"
 
     def __init__(self, runs, opts, swap_rng, sink, console, comm, layout):
@@ -93,6 +95,22 @@ class DistributedMC3(MC3):
             self._grouped = all(len({self.layout.owner(r, c) for c in range(self.opts.nchains)}) == 1
                                 for r in range(len(self.runs)))
         return self._grouped
+
+    def held_runs(self) -> list[int] | None:
+        """With runs_local, this rank's runs: their generations between two collectives (samples, screen
+        lines, diagnostics, stop-signal checks, checkpoints: the ends of every block, on every rank) may go
+        in compiled blocks, heat swaps inside; None otherwise (swaps need every generation's scalars)."""
+        return sorted({r for r, _c in self.local}) if self.runs_local else None
+
+    def _block_end(self, gen: int) -> int:
+        """MC3._block_end, and no block past a stop-signal check (a collective every rank must reach)."""
+        return min(super()._block_end(gen), -(-gen // STOP_EVERY) * STOP_EVERY)
+
+    def after_block(self, gen: int) -> None:
+        """Before a screen line every rank takes every chain's scalars and every run's heats."""
+        if gen % self.opts.printfreq == 0:
+            self.sync_scalars()
+            self.sync_heats()
 
     def step_all(self) -> None:
         """This rank's chains take one batched step (mbgpu.sampler.batch_step), then scalars if needed."""
@@ -307,7 +325,10 @@ class MpiPlacement:
             return build_runs(s, sets, opts, factory, s.options["Seed"], owned=lambda r, c: (r, c) in mine,
                               pars_weights=pars_weights)
 
-        runs, params = devices.compile_once_per_node(local, build) if label.startswith("cuda") else build()
+        # a site-split group sums its start lnL over its ranks: they build together (the cubin cache is
+        # safe for that), else the node's first rank would wait for a rank held at the node's barrier
+        once = label.startswith("cuda") and self.layout.sitesplit == 1
+        runs, params = devices.compile_once_per_node(local, build) if once else build()
         runs = [[ch if ch is not None else RemoteChain(r, c) for c, ch in enumerate(chains)]
                 for r, chains in enumerate(runs)]
         return runs, params
@@ -337,12 +358,10 @@ class MpiPlacement:
         """Every rank takes rank 0's MC3 state, restored there from the checkpoint."""
         mc3.adopt_state()
 
-    STOP_EVERY = 10      # generations between two stop-signal checks: each is a collective all ranks wait at
-
     def any_stop(self, flag, gen: int) -> bool:
         """True on every rank when a stop signal reached any rank, checked at multiples of STOP_EVERY (and
         at generation 0 calls, a run's end); the flag then holds it everywhere."""
-        if gen % self.STOP_EVERY:
+        if gen % STOP_EVERY:
             return False
         stop = max(self.comm.allgather(flag.signum or 0))
         if stop and flag.signum is None:

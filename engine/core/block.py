@@ -79,8 +79,8 @@ class BlockRunner:
     """Runs an MC3's generations in compiled blocks when its chains' core allows (`for_mc3`): on one of
     numba's threads generation by generation, on several with chains handed between threads."""
 
-    def __init__(self, core, nruns: int, nchains: int):
-        self.core = core
+    def __init__(self, core, runs: list[int], nchains: int):
+        self.core, self.runs = core, runs           # the runs whose chains `core` holds, in its order
         d, pt, sm, t, mv = core.divisions[0], core.priors, core.set_models[0], core.trees, core.moves
         self.rows = (d.evals, d.evecs, d.einv, d.crates, d.cweights, d.freqs, d.pinvar, d.mult)
         self.plan = ((pt.kind, pt.args, pt.alphas, pt.weights), (sm.desc, sm.fixed, sm.s0, sm.pi0), self.rows,
@@ -96,17 +96,18 @@ class BlockRunner:
         self.keep = (d.bslot, d.mslot, d.bslot_p, d.mslot_p, d.lnl, d.lnl_p) + self.rows
         self.shared = (core.rng, core.rng_out, core.todo, core.moved, core.layout.off, core.theta_p, core.pterm_new,
                        core.accepted, core.log_h)
-        self.n_chains = nruns * nchains
+        self.n_chains = len(runs) * nchains
         self.failed = np.zeros(self.n_chains, dtype=np.int64)
 
     @staticmethod
     def for_mc3(mc3):
-        """A BlockRunner for `mc3`'s chains; None while the core is not built; False where generations go
-        one by one: on a GPU, under MPI, several pattern sets or trees, a clock tree, coding=variable, a
-        model or prior the core builds on the host."""
-        if not mc3.compiled_blocks:
+        """A BlockRunner for the chains of `mc3`'s held runs; None while the core is not built; False where
+        generations go one by one: on a GPU, under MPI where a run spans processes (MC3.held_runs), several
+        pattern sets or trees, a clock tree, coding=variable, a model or prior the core builds on the host."""
+        runs = mc3.held_runs()
+        if not mc3.compiled_blocks or not runs:
             return False
-        held = mc3.runs[0][0]._core
+        held = mc3.runs[runs[0]][0]._core
         if held is None:
             return None
         core = held[0]
@@ -116,19 +117,22 @@ class BlockRunner:
         if (type(d) is not DivisionArrays or d.sum_each is not None or d.unobserved_weight
                 or core.groups != 1 or not core.priors.ok or core.set_models[0] is None):
             return False
-        return BlockRunner(core, len(mc3.runs), mc3.opts.nchains)
+        return BlockRunner(core, runs, mc3.opts.nchains)
 
     def run(self, mc3, first: int, last: int) -> int:
         """Generations first..last of mc3 (a chain whose model must come from the host gets it between
         two compiled calls); returns last."""
-        core, o = self.core, mc3.opts
-        ranks = np.array(mc3.ranks, dtype=np.int64)
-        tried = np.array([t.tried for t in mc3.swaps], dtype=np.int64)
-        sw_acc = np.array([t.accepted for t in mc3.swaps], dtype=np.int64)
-        heats = core.heats_for(mc3.ranks, o.temp).copy()
+        core, o, held = self.core, mc3.opts, self.runs
+        ranks = np.array([mc3.ranks[r] for r in held], dtype=np.int64)
+        tried = np.array([mc3.swaps[r].tried for r in held], dtype=np.int64)
+        sw_acc = np.array([mc3.swaps[r].accepted for r in held], dtype=np.int64)
+        heats = core.heats_for([mc3.ranks[r] for r in held], o.temp).copy()
         row0 = (first - 1) // o.swapfreq + 1
         rows = last // o.swapfreq - row0 + 1 if o.nchains > 1 else 0
         draws = mc3.swap_rng.random((rows, 3 * o.nswaps * len(mc3.runs)))     # swap_all's, in its order
+        if len(held) < len(mc3.runs):              # every run's draws are taken (one stream), these runs' used
+            k = 3 * o.nswaps
+            draws = np.ascontiguousarray(draws[:, [r * k + j for r in held for j in range(k)]])
         power = float(o.power)
         job = _Job(first, last, int(o.swapfreq), row0, draws, heats,
                    core.decide_args(heats, o.tunefreq, o.autotune, power),
@@ -139,10 +143,10 @@ class BlockRunner:
             self._handoff(job, workers)
         else:
             self._serial(job)
-        for r, row in enumerate(ranks.tolist()):
+        for r, row in zip(held, ranks.tolist()):
             mc3.ranks[r][:] = row
-        for table, t, a in zip(mc3.swaps, tried.tolist(), sw_acc.tolist()):
-            table.tried, table.accepted = t, a
+        for r, t, a in zip(held, tried.tolist(), sw_acc.tolist()):
+            mc3.swaps[r].tried, mc3.swaps[r].accepted = t, a
         core.publish()
         return last
 

@@ -102,6 +102,7 @@ class MC3:
                 # at least 2, so that blocks go on and a slow first one (numba compiling) is not final
                 self.block_len = max(2, min(self.BLOCK_MAX, int(self.BLOCK_SECONDS / max(per_gen, 1e-9))))
                 gen = self.gen = done
+                self.after_block(gen)
             else:
                 self.gen = gen
                 self.step_all()
@@ -169,6 +170,14 @@ class MC3:
         for f in every:
             last = min(last, -(-gen // f) * f)
         return last
+
+    def held_runs(self) -> list[int] | None:
+        """The runs whose chains this process may step in compiled blocks: every run (under MPI: see
+        DistributedMC3)."""
+        return list(range(len(self.runs)))
+
+    def after_block(self, gen: int) -> None:
+        """After a compiled block that ended at `gen` (under MPI: the screen line's scalars)."""
 
     def step_all(self) -> None:
         """Every chain proposes, batched flushes evaluate the proposals, every chain decides (batch_step)."""

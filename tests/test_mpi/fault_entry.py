@@ -1,7 +1,8 @@
 """Test-only entry for the abort and signal tests: `python fault_entry.py RANK:GEN:KIND FILE.nex` runs
 `python -m mbgpu.mpi FILE.nex` with a fault injected on rank RANK right after its step of generation GEN:
 KIND is `raise` (an exception), `kill` (SIGKILL) or `usr1` (a SIGUSR1 that reaches that rank only).
-The product has no fault hook; this wraps mbgpu.mpi.driver.DistributedMC3.step_all before the run starts.
+The product has no fault hook; this wraps mbgpu.mpi.driver.DistributedMC3.step_all before the run starts
+and turns compiled blocks off (they step several generations without step_all).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ def inject(rank: int, gen: int, kind: str) -> None:
         raise RuntimeError("injected fault at generation %d" % self.gen)
 
     driver.DistributedMC3.step_all = faulty_step_all
+    driver.DistributedMC3.compiled_blocks = False
 
 
 def main(argv: list[str]) -> int:

@@ -52,14 +52,14 @@ def _flags(exe: str) -> list[str]:
 
 
 def run(folder: Path, text: str, n: int | None, timeout: float = 240, fault: str | None = None,
-        **env) -> subprocess.CompletedProcess:
-    """Write `text` to folder/run.nex and run it on the CPU backend (`--backend=cpu`) with n ranks (None:
-    serially, no launcher at all). `fault` "RANK:GEN:raise|kill|usr1": through fault_entry.py, which
+        backend: str = "cpu", **env) -> subprocess.CompletedProcess:
+    """Write `text` to folder/run.nex and run it on `backend` (`--backend=cpu` unless told) with n ranks
+    (None: serially, no launcher at all). `fault` "RANK:GEN:raise|kill|usr1": through fault_entry.py, which
     injects that fault."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "run.nex").write_text(text)
     entry = [str(FAULT_ENTRY), fault] if fault is not None else ["-m", "mbgpu.mpi"]
-    cmd = [sys.executable, *entry, "--backend=cpu", "run.nex"]
+    cmd = [sys.executable, *entry, "--backend=%s" % backend, "run.nex"]
     if n is not None:
         exe = mpiexec()
         cmd = [exe, *_flags(exe), "-n", str(n), *cmd]

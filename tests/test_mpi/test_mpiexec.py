@@ -89,6 +89,25 @@ def test_site_split_matches_unsplit(tmp_path, serial):
         assert got == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("split", [1, 2])
+def test_gpu_ranks_equal_the_serial_gpu_run(tmp_path, split):
+    """Two ranks on the GPU backend (one GPU each, or sharing the only one): chains spread over the ranks
+    give the serial GPU run's files; patterns split over them (`sitesplit=2`) its lnL. The split run hung
+    until 2026-11-28: a node's first rank built its chains (the start lnL, a sum over the group) while
+    the second waited for it at compile_once_per_node's barrier."""
+    extra = "sitesplit=2" if split == 2 else ""
+    serial = run(tmp_path / "serial", block(), None, backend="gpu")
+    assert serial.returncode == 0, serial.stderr
+    proc = run(tmp_path / "mpi", block(set_extra=extra), 2, timeout=300, backend="gpu")
+    assert proc.returncode == 0, proc.stderr + proc.stdout[-2000:]
+    assert "cuda:" in proc.stdout
+    for name in OUTPUTS if split == 1 else ():
+        assert (tmp_path / "mpi" / name).read_bytes() == (tmp_path / "serial" / name).read_bytes(), name
+    for name in ("r.run1.p", "r.run2.p"):
+        assert _lnl(tmp_path / "mpi" / name) == pytest.approx(_lnl(tmp_path / "serial" / name), rel=1e-9)
+
+
 def test_site_split_needs_whole_groups(tmp_path):
     proc = run(tmp_path, block(ngen=10, set_extra="sitesplit=2"), 3)
     assert proc.returncode != 0

@@ -28,6 +28,29 @@ def test_site_split_groups_share_chains():
     assert lay.owner(1, 1) == 2
 
 
+class _Comm:
+    def __init__(self, rank):
+        self.rank = rank
+
+    def Get_rank(self):
+        return self.rank
+
+
+@pytest.mark.parametrize("size,rank,held", [(1, 0, [0, 1]), (2, 0, [0]), (2, 1, [1]), (3, 0, None), (4, 3, None)])
+def test_compiled_blocks_only_for_runs_held_whole(size, rank, held):
+    """A rank steps its runs in compiled blocks only when it holds them whole (runs_local); no block
+    crosses a stop-signal check (a collective), wherever sampling and printing fall."""
+    from types import SimpleNamespace
+
+    from mbgpu.mpi.driver import STOP_EVERY, DistributedMC3
+
+    opts = SimpleNamespace(nchains=2, samplefreq=1000, printfreq=1000, mcmcdiagn=False, ngen=10 ** 6)
+    mc3 = DistributedMC3([[None] * 2 for _ in range(2)], opts, None, None, None, _Comm(rank), Layout(2, 2, size))
+    assert mc3.held_runs() == held
+    mc3.block_len = 256
+    assert [mc3._block_end(g) for g in (1, STOP_EVERY, STOP_EVERY + 1)] == [STOP_EVERY, STOP_EVERY, 2 * STOP_EVERY]
+
+
 def test_too_many_ranks_says_what_to_change():
     with pytest.raises(CommandError, match=r"9 MPI processes but only 8 chains .*at most 8 .*mpirun -np 8"):
         Layout(2, 4, 9)

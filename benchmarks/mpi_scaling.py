@@ -3,11 +3,13 @@ with 1, 2, 4, 8 ranks (one visible GPU per local rank, shared when fewer), on si
 x 20k sites, WAG+G4) or DNA (--case dna: 64 taxa x 50k sites, GTR+I+G).
 
 Each rank count runs `mpirun -np N python -m mbgpu.mpi run.nex` in a fresh folder; the rate is measured
-between the first and the last printed generation on rank 0's screen, so start-up (data, kernels,
-initial state) is not counted. The .p files of every rank count are compared with the 1-rank run's.
+between the first screen line after generation 0 and the last on rank 0's screen, so start-up (data,
+kernels, initial state, a first generation's numba cache loads) is not counted. (Until 2026-11-28 the
+window began at the layout table, before the ranks built their chains: multi-rank rates were too low.) The .p files of every rank count are compared with the 1-rank run's.
 
     python3 benchmarks/mpi_scaling.py [--ranks 1,2,4,8] [--ngen 400] [--backend gpu|cpu] [--scale 1.0]
                                       [--case dna|protein] [--nruns 2] [--nchains 4] [--split]
+                                      [--profile DIR]
 
 --split runs every rank count N with `set sitesplit=N` (one group: each rank holds 1/N of the patterns of
 every chain), the issue's case (b); without it the chains are spread over the ranks.
@@ -26,7 +28,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mcmc_gpu import CASES, simulate, write_nexus  # noqa: E402  (the same simulated data as mcmc_gpu.py)
 
-GEN_LINE = re.compile(r"^\s+(\d+) -- [\[(]")
+# a chain line (`  375 -- [-1234.56] (-1240.12) ...`), not the layout table's `  0 -- (1,1) (1,2) -- device`
+GEN_LINE = re.compile(r"^\s+(\d+) -- [\[(]-?\d+\.\d+[\])]")
 
 
 def launcher(n: int) -> list[str]:
@@ -51,15 +54,29 @@ def block(data: str, case: dict, ngen: int, nruns: int = 2, nchains: int = 4, ex
                                         printfreq, ngen))
 
 
-def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str, runs: tuple = (2, 4, "")) -> dict:
+PROFILED = ("import cProfile, os, runpy, sys; rank = os.environ.get('OMPI_COMM_WORLD_RANK') or "
+            "os.environ.get('PMI_RANK', '0'); sys.argv = ['mbgpu.mpi'] + sys.argv[2:]; "
+            "cProfile.run('runpy.run_module(\"mbgpu.mpi\", run_name=\"__main__\")', sys.argv_out % rank)")
+
+
+def rank_command(backend: str, profile: str | None) -> list[str]:
+    """One rank's command; with `profile` a cProfile of each rank written to profile % rank."""
+    args = ["--backend=%s" % backend, "run.nex"]
+    if profile is None:
+        return [sys.executable, "-m", "mbgpu.mpi"] + args
+    return [sys.executable, "-c", PROFILED.replace("sys.argv_out", repr(profile)), profile] + args
+
+
+def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str, runs: tuple = (2, 4, ""),
+              profile: str | None = None) -> dict:
     work = os.path.join(folder, "np%d" % n)
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "run.nex"), "w", encoding="ascii") as f:
         f.write(block(data, case, ngen, *runs))
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     start = time.time()
-    proc = subprocess.Popen(launcher(n) + [sys.executable, "-m", "mbgpu.mpi", "--backend=%s" % backend, "run.nex"],
-                            cwd=work, env=env,
+    prof = os.path.join(profile, "np%d.rank%%s.prof" % n) if profile else None
+    proc = subprocess.Popen(launcher(n) + rank_command(backend, prof), cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stamps, lines = [], []
     for line in proc.stdout:
@@ -68,8 +85,11 @@ def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: st
         if m:
             stamps.append((int(m.group(1)), time.time()))
     proc.wait()
-    if proc.returncode != 0 or len(stamps) < 2:
+    if proc.returncode != 0:
         return {"n": n, "error": "".join(lines)[-3000:]}
+    stamps = [x for x in stamps if x[0] > 0] or stamps    # from the first line after generation 0: no start-up
+    if len(stamps) < 2:
+        return {"n": n, "error": "fewer than two screen lines after generation 0 (lower printfreq)"}
     (g0, t0), (g1, t1) = stamps[0], stamps[-1]
     devices = sorted({l.rsplit(" -- ", 1)[-1].strip() for l in lines if re.match(r"^\s+\d+ -- \(\d+,\d+\)", l)})
     return {"n": n, "gens": g1 - g0, "rate": (g1 - g0) / (t1 - t0), "wall": time.time() - start, "devices": devices,
@@ -87,6 +107,7 @@ def main(argv=None) -> int:
     ap.add_argument("--nchains", type=int, default=4)
     ap.add_argument("--extra", default="", help="commands before mcmc, e.g. 'propset ParsSPR(Tau,V)$prob=0;'")
     ap.add_argument("--split", action="store_true", help="N ranks split the patterns N ways (set sitesplit=N)")
+    ap.add_argument("--profile", metavar="DIR", help="cProfile every rank into DIR/npN.rankR.prof")
     args = ap.parse_args(argv)
     case = CASES[args.case]
     folder = tempfile.mkdtemp(prefix="mpi_scaling_")
@@ -101,7 +122,8 @@ def main(argv=None) -> int:
     base = None
     for n in [int(x) for x in args.ranks.split(",")]:
         extra = args.extra + (" set sitesplit=%d;" % n if args.split else "")
-        r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains, extra))
+        r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains, extra),
+                      os.path.abspath(args.profile) if args.profile else None)
         if "error" in r:
             print("%5d failed:\n%s" % (n, r["error"]), flush=True)
             continue

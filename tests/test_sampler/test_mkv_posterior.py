@@ -9,50 +9,25 @@ from __future__ import annotations
 
 import io
 import math
-import re
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mbgpu.console import Console
 from mbgpu.interpreter import Interpreter
+from tests.hymfossil_subset import subset
 from tests.test_clock.test_chain_sampling import _batch_se
 
 TAXA = ("Xyela", "Macroxyela", "Tenthredo", "Athalia", "Gilpinia", "Arge", "Cephalcia", "Pamphilius",
         "Megalodontesc", "Cephus", "Syntexis", "Sirex", "Urocerus", "Xiphydria", "Orussus", "Vespidae")
-N_MORPH = 353
 Z_MAX = 4.5
 
 
 def morphology_subset(hymfossil: str) -> str:
     """A standard-data NEXUS file: TAXA's rows of the morphology block, characters observed in two states or
     more among them (polymorphisms kept, written as MrBayes reads them)."""
-    text = Path(hymfossil).read_text(encoding="ascii")
-    matrix = text[text.index("[Morphology"):text.index(";", text.index("[Morphology"))]
-    rows = {t: [] for t in TAXA}          # the interleaved blocks' rows in order: morphology first
-    for line in matrix.splitlines():
-        parts = line.split()
-        if parts and parts[0] in rows:
-            rows[parts[0]] += _cells("".join(parts[1:]))
-    cells = [rows[t][:N_MORPH] for t in TAXA]
-    keep = [j for j in range(N_MORPH)
-            if len({c for r in cells for c in r[j] if c.isdigit() and len(r[j]) == 1}) >= 2]
-    out = ["#NEXUS", "begin data;", "  dimensions ntax=%d nchar=%d;" % (len(TAXA), len(keep)),
-           "  format datatype=standard symbols=\"0123456\" gap=- missing=?;", "  matrix"]
-    out += ["    %-16s %s" % (t, "".join(_write(r[j]) for j in keep)) for t, r in zip(TAXA, cells)]
-    return "\n".join(out + ["  ;", "end;", ""])
-
-
-def _cells(s: str) -> list[str]:
-    """One row's characters: single symbols, and {0,1} / (1,2) sets as their digits."""
-    return [m.group(0) if len(m.group(0)) == 1 else re.sub(r"\D", "", m.group(0))
-            for m in re.finditer(r"\{[^}]*\}|\([^)]*\)|\S", s)]
-
-
-def _write(cell: str) -> str:
-    return cell if len(cell) == 1 else "{" + cell + "}"
+    return subset(hymfossil, TAXA)
 
 
 def _commands(seed: int, ngen: int) -> str:

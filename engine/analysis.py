@@ -77,7 +77,8 @@ def run_mcmc(interp, ss=None) -> None:
     drive_mcmc(interp, ss)
 
 
-def run_stamp(seed: int) -> int:
+def run_stamp(seed: int) -> str:
     """The analysis' 10-digit `[ID: ...]`, one for every file of every run as in MrBayes (which draws a
-    random one); derived from the seed here, so a rerun with the same seed writes the same files."""
-    return int(np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0, 99))).integers(10**9, 10**10))
+    random one, leading zeros kept); derived from the seed here, so a rerun with the same seed writes the
+    same files."""
+    return "%010d" % np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0, 99))).integers(10**9, 10**10)

@@ -70,7 +70,7 @@ class Settings:
     constraints: dict[str, Any] = field(default_factory=dict)     # lower-case name -> mbgpu.constraints.Constraint
     calibrations: dict[str, Any] = field(default_factory=dict)    # lower-case name -> mbgpu.clock.model.Calibration
     stored: list = field(default_factory=list)  # commands kept for later (constraint, calibrate, ...)
-    stamp: Any = ""                             # the ID of this session's last mcmc (sump/sumt write it)
+    stamp: str = ""                             # the ID of this session's last mcmc (sump/sumt write it)
     # `ctype ordered` (0-based standard columns): the character table's, and the model's as of the last
     # command that makes MrBayes' model take the table in (mbgpu.commands.char_cmds)
     ordered: frozenset = frozenset()

@@ -97,7 +97,7 @@ class McmcFileWriter:
     mcmc's Diagnstat (Avgstddev or Maxstddev) and names it.
     """
 
-    def __init__(self, stream: TextIO, run_id: int, moves_per_run: list[list] | None, nchains: int,
+    def __init__(self, stream: TextIO, run_id: str, moves_per_run: list[list] | None, nchains: int,
                  with_stddev: bool, *, header: bool = True, diagnstat: str = "Avgstddev", allchains: bool = False,
                  allcomps: bool = False, n_trees: int = 1):
         """`header=False`: continue an existing file (after a checkpoint); `moves_per_run` may then be None.
@@ -108,7 +108,7 @@ class McmcFileWriter:
         if not header:
             return
         assert with_stddev == (len(moves_per_run) > 1), "MrBayes writes the statistic exactly when nruns > 1"
-        lines = ["[ID: %d]" % run_id] + preamble(len(moves_per_run), nchains, diagnstat, allchains, allcomps, n_trees)
+        lines = ["[ID: %s]" % run_id] + preamble(len(moves_per_run), nchains, diagnstat, allchains, allcomps, n_trees)
         cols = columns(moves_per_run, nchains, diagnstat, allchains, allcomps, n_trees)
         stream.write("\n".join(lines + ["\t".join(cols)]) + "\n")
 

@@ -21,14 +21,14 @@ def format_number(x: float, scientific: bool, precision: int) -> str:
 class PFileWriter:
     """Writes the header on creation and one row per `row()` call; the caller owns the stream."""
 
-    def __init__(self, stream: TextIO, run_id: int, columns: Sequence[str], *, scientific: bool = True,
+    def __init__(self, stream: TextIO, run_id: str, columns: Sequence[str], *, scientific: bool = True,
                  precision: int = 6, header: bool = True, labels: Sequence[str] | None = None):
         """`labels`: the header's words where they differ from `columns` (mbgpu.output.paramnames.pfile_header)."""
         self.stream, self.columns = stream, list(columns)
         self.scientific, self.precision = scientific, precision
         if not header:  # continuing a file after a checkpoint
             return
-        stream.write("[ID: %d]\n" % run_id)
+        stream.write("[ID: %s]\n" % run_id)
         stream.write("\t".join(["Gen", "LnL", "LnPr"] + list(self.columns if labels is None else labels)) + "\n")
 
     def row(self, gen: int, lnl: float, lnpr: float, values: Sequence[float]) -> None:

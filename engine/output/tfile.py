@@ -23,12 +23,12 @@ def format_length(x: float, scientific: bool = True, precision: int = 6) -> str:
 class TFileWriter:
     """Writes the header on creation, `tree(gen, newick)` per sample, `close()` writes `end;`."""
 
-    def __init__(self, stream: TextIO, run_id: int, taxa: Sequence[str], *, param: str = "tree",
+    def __init__(self, stream: TextIO, run_id: str, taxa: Sequence[str], *, param: str = "tree",
                  header: bool = True):
         self.stream = stream
         if not header:  # continuing a file after a checkpoint
             return
-        stream.write("#NEXUS\n[ID: %d]\n[Param: %s]\nbegin trees;\n   translate\n" % (run_id, param))
+        stream.write("#NEXUS\n[ID: %s]\n[Param: %s]\nbegin trees;\n   translate\n" % (run_id, param))
         width = max(len(str(len(taxa))), 2) + 6
         for i, name in enumerate(taxa):
             stream.write("%*d %s%s\n" % (width, i + 1, name, ";" if i == len(taxa) - 1 else ","))

@@ -57,7 +57,7 @@ class FileSink:
     checkpoint's offsets, are opened for appending and no headers are written.
     """
 
-    def __init__(self, settings, params, stem: str, run_ids: list[int], opts, console, append: bool = False):
+    def __init__(self, settings, params, stem: str, run_ids: list[str], opts, console, append: bool = False):
         self.settings, self.params, self.opts, self.console = settings, params, opts, console
         self.sci = settings.options["Scientific"] == "Yes"
         self.prec = int(settings.options["Precision"])

@@ -127,7 +127,7 @@ def test_gen0_tree_and_row_equal_mrbayes(case, mb_double, tmp_path):
     row = {k.split("{")[0]: v for k, v in mb.items()}
     draws = {k: row[k] for k, v in model.starts().items() if v is None}   # MrBayes' random draws, as printed
     values = parameter_values(model, state, {**values, **draws})
-    run_id = int(re.search(r"\[ID: (\d+)\]", mb["tfile"]).group(1))
+    run_id = re.search(r"\[ID: (\d+)\]", mb["tfile"]).group(1)   # a string: MrBayes keeps leading zeros
     lnpr = ln_prior(model, state, values)
     assert lnpr == pytest.approx(row["LnPr"], rel=1e-6)
     if draws:                      # a draw printed to 7 digits need not give LnPr's last digit: take MrBayes'

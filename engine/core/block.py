@@ -1,8 +1,8 @@
 """Several generations in one compiled call, for a run whose chains the core steps on the CPU with one
-pattern set: propose, parameter models and priors, likelihoods, decisions and heat swaps of every
-generation until the loop next has something to do (a sample, a screen line, a diagnostic, a
-checkpoint). A generation costs ~300 us of compiled work on small data (primates); the interpreted loop
-around it cost ~60 us more, which this removes. One thread steps the chains generation by generation
+tree (any number of pattern sets; clock trees and coding=variable included): propose, parameter models
+and priors, likelihoods, decisions and heat swaps of every generation until the loop next has something
+to do (a sample, a screen line, a diagnostic, a checkpoint). A generation costs ~300 us of compiled
+work on small data (primates); the interpreted loop around it cost ~60 us more, which this removes. One thread steps the chains generation by generation
 (`run_block`); several hand chains to each other with no barrier per generation (mbgpu.core.handoff).
 The block's swap draws are taken beforehand in MC3.swap_all's order, so the draws, each chain's order
 of work and the files are those of the per-generation path (CoreStepper.step and MC3.swap_all) for any
@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import typed
 
 from mbgpu.core import handoff
-from mbgpu.core.chain_generation import BAD_LNL, DONE, HOST_MODEL, chain_generation, swap_one, swap_pair
-from mbgpu.core.division import DivisionArrays, evaluate_range
+from mbgpu.clock.relaxed_lengths import CPP
+from mbgpu.core.chain_generation import BAD_LNL, DONE, GROW, HOST_MODEL, chain_generation, swap_one, swap_pair
+from mbgpu.core.clock_moves import events_near_full
+from mbgpu.core.division import DivisionArrays, evaluate_chains
 from mbgpu.jit import JIT_OPTIONS
 
 
@@ -46,20 +49,21 @@ def _heats(ranks, temp, heats, r0, r1):
 
 
 @numba.njit(**JIT_OPTIONS)
-def run_block(n_gen, first_gen, swapfreq, row0, draws, head, pars, tail, pri, sm, rows, touch, new_q, eval_args,
-              dec_args, keep_rows, swap_args, shared, heats, failed):
+def run_block(n_gen, first_gen, swapfreq, row0, draws, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch,
+              new_q, eval_args, dec_args, keep_rows, swap_args, shared, heats, failed):
     """Generations first_gen .. first_gen + n_gen - 1 of every chain on this thread, heat swaps after those
     that are multiples of swapfreq (generation g's swap draws: row g // swapfreq - row0). Returns (status,
     generations completed, chains in `failed`): DONE; BAD_LNL (`failed[0]`'s proposal gave a NaN or +inf
     lnL); HOST_MODEL (in the generation after those completed, the chains in `failed` have proposed and
-    planned but need their model from the host; the others have finished it)."""
+    planned but need their model from the host; the others have finished it); GROW (a CPP clock's event
+    rows must widen before the next generation, as the per-generation step widens them)."""
     ranks = swap_args[0]
     n_chains, n_runs = failed.shape[0], ranks.shape[0]
     for g in range(n_gen):
         nf = 0
         for c in range(n_chains):
-            got = chain_generation(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
-                                   shared)
+            got = chain_generation(c, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, eval_args,
+                                   dec_args, keep_rows, shared)
             if got == BAD_LNL:
                 failed[0] = c
                 return BAD_LNL, g, 1
@@ -72,6 +76,8 @@ def run_block(n_gen, first_gen, swapfreq, row0, draws, head, pars, tail, pri, sm
         if gen % swapfreq == 0 and ranks.shape[1] > 1:
             swap_heats(draws[gen // swapfreq - row0], *swap_args, 0, n_runs)
             _heats(ranks, swap_args[1], heats, 0, n_runs)
+        if events_near_full(ck):
+            return GROW, g + 1, 0
     return DONE, n_gen, 0
 
 
@@ -80,30 +86,41 @@ class BlockRunner:
     numba's threads generation by generation, on several with chains handed between threads."""
 
     def __init__(self, core, runs: list[int], nchains: int):
+        """Raises numba's TypingError when the pattern sets' arrays differ in type (their typed lists take
+        one type): for_mc3 then steps generation by generation."""
         self.core, self.runs = core, runs           # the runs whose chains `core` holds, in its order
-        d, pt, sm, t, mv = core.divisions[0], core.priors, core.set_models[0], core.trees, core.moves
-        self.rows = (d.evals, d.evecs, d.einv, d.crates, d.cweights, d.freqs, d.pinvar, d.mult)
-        self.plan = ((pt.kind, pt.args, pt.alphas, pt.weights), (sm.desc, sm.fixed, sm.s0, sm.pi0), self.rows,
-                     np.array([bool(j) for j in core.touches], dtype=np.bool_), np.array(core.new_q, dtype=np.bool_))
+        pt, t, mv, ds = core.priors, core.trees, core.moves, core.divisions
+        rows = [(d.evals, d.evecs, d.einv, d.crates, d.cweights, d.freqs, d.pinvar, d.mult) for d in ds]
+        touch = np.zeros((len(core.params), len(ds)), dtype=np.bool_)   # touch[k, j]: parameter k's model
+        for k, js in enumerate(core.touches):                          # reaches pattern set j
+            touch[k, js] = True
+        self.plan = ((pt.kind, pt.args, pt.alphas, pt.weights),
+                     typed.List([(sm.desc, sm.fixed, sm.s0, sm.pi0) for sm in core.set_models]), typed.List(rows),
+                     touch, np.array(core.new_q, dtype=np.bool_))
         self.head = (core.rng, t.parent, t.kids, t.brlen, core.theta, t.parent_p, t.kids_p, t.brlen_p, core.theta_p,
                      mv.kind, mv.param, mv.tree, mv.rows, mv.cdf, mv.bounds, mv.scale, mv.alpha_factor, mv.tuning,
                      core.layout.off, core.n_tips, core.lo, core.hi, core.anchor) + core.cons
         self.pars = core.pars[0][:-1] + (np.ones(1, dtype=np.uint64),)   # ParsSPR's Fitch pass on one thread
         self.tail = (core.move_of, core.log_h, core.moved, core.todo, core.div_tree)
-        self.eval = (t.parent_p, t.kids_p, t.brlen_p, t.parent, t.brlen, d.bslot, d.mslot, d.bslot_p, d.mslot_p,
-                     d.n_tips) + self.rows + (d.partials, d.tip_x, d.matrices, d.scale, d.scaled, d.weights,
-                                              d.compat, d.lnl_p) + tuple(d.scratch)
-        self.keep = (d.bslot, d.mslot, d.bslot_p, d.mslot_p, d.lnl, d.lnl_p) + self.rows
+        self.evals = [(t.parent_p, t.kids_p, t.brlen_p, t.parent, t.brlen, d.bslot, d.mslot, d.bslot_p, d.mslot_p,
+                       d.n_tips) + r + (d.partials, d.tip_x, d.matrices, d.scale, d.scaled, d.weights, d.compat,
+                                        d.lnl_p) + tuple(d.scratch) for d, r in zip(ds, rows)]
+        self.eval = typed.List(self.evals)
+        self.keep = typed.List([(d.bslot, d.mslot, d.bslot_p, d.mslot_p, d.lnl, d.lnl_p) + r
+                                for d, r in zip(ds, rows)])
+        self.unobserved = np.array([float(d.unobserved_weight) for d in ds])
+        self.need = np.zeros((len(ds), core.lnl.size), dtype=np.bool_)   # need[j, c]: the host builds the model
         self.shared = (core.rng, core.rng_out, core.todo, core.moved, core.layout.off, core.theta_p, core.pterm_new,
-                       core.accepted, core.log_h)
+                       core.accepted, core.log_h, self.unobserved, self.need)
         self.n_chains = len(runs) * nchains
         self.failed = np.zeros(self.n_chains, dtype=np.int64)
 
     @staticmethod
     def for_mc3(mc3):
         """A BlockRunner for the chains of `mc3`'s held runs; None while the core is not built; False where
-        generations go one by one: on a GPU, under MPI where a run spans processes (MC3.held_runs), several
-        pattern sets or trees, a clock tree, coding=variable, a model or prior the core builds on the host."""
+        generations go one by one: on a GPU, under MPI where a run spans processes (MC3.held_runs) or a
+        pattern set's sites (sitesplit), several trees, a prior the core cannot compute, a pattern set whose
+        model the core does not describe."""
         runs = mc3.held_runs()
         if not mc3.compiled_blocks or not runs:
             return False
@@ -111,13 +128,15 @@ class BlockRunner:
         if held is None:
             return None
         core = held[0]
-        if len(core.divisions) != 1 or core.n_trees != 1 or core.clock is not None:   # clock rows: stepper only
+        if core.n_trees != 1 or core.groups != 1 or not core.priors.ok:
             return False
-        d = core.divisions[0]
-        if (type(d) is not DivisionArrays or d.sum_each is not None or d.unobserved_weight
-                or core.groups != 1 or not core.priors.ok or core.set_models[0] is None):
+        if any(type(d) is not DivisionArrays or d.sum_each is not None for d in core.divisions) \
+                or any(sm is None for sm in core.set_models):
             return False
-        return BlockRunner(core, runs, mc3.opts.nchains)
+        try:
+            return BlockRunner(core, runs, mc3.opts.nchains)
+        except numba.core.errors.TypingError:           # pattern sets of different array types
+            return False
 
     def run(self, mc3, first: int, last: int) -> int:
         """Generations first..last of mc3 (a chain whose model must come from the host gets it between
@@ -139,7 +158,7 @@ class BlockRunner:
                    (ranks, float(o.temp), int(o.nswaps), tried, sw_acc, core.lnl, core.lnpr, power)
                    + core.heat_stats(), o)
         workers = min(numba.get_num_threads(), self.n_chains)
-        if workers > 1:
+        if workers > 1 and core.ck.relaxed != CPP:       # CPP rows may widen between generations: one thread
             self._handoff(job, workers)
         else:
             self._serial(job)
@@ -152,10 +171,13 @@ class BlockRunner:
 
     def _finish_on_host(self, job, c: int) -> None:
         """Chain c's generation, proposed and planned in compiled code, with its model built on the host."""
-        o = job.opts
-        self.core.host_model(c, 0)
-        evaluate_range(c, c + 1, self.core.todo[0], *self.eval)
-        self.core.finish(job.heats, o.tunefreq, o.autotune, c, c + 1, o.power)
+        o, core = job.opts, self.core
+        for j in np.flatnonzero(self.need[:, c]).tolist():
+            core.host_model(c, j)
+            self.need[j, c] = False
+        for j, args in enumerate(self.evals):
+            evaluate_chains(c, c + 1, core.todo[j], self.unobserved[j], args)
+        core.finish(job.heats, o.tunefreq, o.autotune, c, c + 1, o.power)
 
     def _serial(self, job) -> None:
         """The block on this thread, generation by generation."""
@@ -163,10 +185,15 @@ class BlockRunner:
         ranks, n_runs = job.swap[0], job.swap[0].shape[0]
         while gen <= job.last:
             status, done, nf = run_block(job.last - gen + 1, gen, job.swapfreq, job.row0, job.draws, self.head,
-                                         self.pars, self.tail, pri, sm, rows, touch, new_q, self.eval, job.dec,
-                                         self.keep, job.swap, self.shared, job.heats, self.failed)
+                                         self.pars, core.ck, core.cpars, core.brl_p, self.tail, pri, sm, rows, touch,
+                                         new_q, self.eval, job.dec, self.keep, job.swap, self.shared, job.heats,
+                                         self.failed)
             if status == DONE:
                 return
+            if status == GROW:
+                core.grow_clock_events()
+                gen += done
+                continue
             if status == BAD_LNL:
                 core.proposal_error(int(self.failed[0]))
             gen += done                            # HOST_MODEL: finish those chains' generation
@@ -186,8 +213,9 @@ class BlockRunner:
                                      ranks.shape[1], job.swap[2])
         state = handoff.new_state(self.n_chains, job.first)
         while True:
-            handoff.run_handoff(workers, job.last, self.head, self.pars, self.tail, pri, sm, rows, touch, new_q,
-                                self.eval, job.dec, self.keep, self.shared, job.swap, job.heats, events, state)
+            handoff.run_handoff(workers, job.last, self.head, self.pars, self.core.ck, self.core.cpars, self.core.brl_p,
+                                self.tail, pri, sm, rows, touch, new_q, self.eval, job.dec, self.keep, self.shared,
+                                job.swap, job.heats, events, state)
             parked = state[handoff.PARKED:self.n_chains * P:P]
             if state[self.n_chains * P]:
                 self.core.proposal_error(int(np.flatnonzero(parked == 2)[0]))

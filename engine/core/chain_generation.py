@@ -8,12 +8,13 @@ import math
 
 import numba
 
-from mbgpu.core.division import evaluate_range, keep_division
+from mbgpu.core.clock_moves import keep_clock
+from mbgpu.core.division import evaluate_chains, keep_division
 from mbgpu.core.models import model_proposal, param_log_prior
-from mbgpu.core.step import decide_all, propose_chain
+from mbgpu.core.step import decide_all, propose_one
 from mbgpu.jit import JIT_OPTIONS
 
-DONE, BAD_LNL, HOST_MODEL = 0, 1, 2     # how a chain's generation ended
+DONE, BAD_LNL, HOST_MODEL, GROW = 0, 1, 2, 3     # how a chain's generation (GROW: a block) ended
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -63,53 +64,74 @@ def swap_pair(d0, d1, n):
 
 
 @numba.njit(**JIT_OPTIONS)
-def plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo):
-    """Chain c's live parameter proposal: its prior term and, where the move changes pattern set 0's
-    model, that model (CoreStepper._plan for one pattern set). False: the core cannot compute it (the
-    host builds it)."""
+def plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo, need):
+    """Chain c's live parameter proposal: its prior term and, for each pattern set j whose model the move
+    changes (touch[k, j]), that model (CoreStepper._plan). False: the core could not compute some of them
+    (need[j, c] set: the host builds those)."""
     kind, args, alphas, weights = pri
-    desc, fixed, s0, pi0 = sm
     k = moved[c]
     pterm_new[c] = param_log_prior(kind[k], args[k], alphas[k], weights[k], theta_p[c, off[k]:off[k + 1]])
-    if not touch[k]:
-        return True
-    todo[0, c] = 2
-    return model_proposal(theta_p[c], desc, fixed, s0, pi0, *rows, c, new_q[k])
+    ok = True
+    for j in range(touch.shape[1]):
+        if touch[k, j]:
+            todo[j, c] = 2
+            desc, fixed, s0, pi0 = sm[j]
+            evals, evecs, einv, crates, cweights, freqs, pinvar, mult = rows[j]
+            if not model_proposal(theta_p[c], desc, fixed, s0, pi0, evals, evecs, einv, crates, cweights, freqs,
+                                  pinvar, mult, c, new_q[k]):
+                need[j, c] = True
+                ok = False
+    return ok
 
 
 @numba.njit(**JIT_OPTIONS)
-def chain_propose(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, shared):
+def evaluate_divisions(c, todo, unobserved, eval_args):
+    """Chain c's proposal evaluated in every pattern set with work (evaluate_chains)."""
+    for j in range(len(eval_args)):
+        evaluate_chains(c, c + 1, todo[j], unobserved[j], eval_args[j])
+
+
+@numba.njit(**JIT_OPTIONS)
+def chain_propose(c, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, eval_args, shared):
     """The first part of chain c's generation, which its heat does not enter: propose, plan and evaluate.
-    DONE, or HOST_MODEL (proposed and planned; its model must come from the host). Writes only the
+    DONE, or HOST_MODEL (proposed and planned; a model must come from the host). Writes only the
     proposal's rows: the decided state, lnL and prior that a heat swap reads stay as they were. `pars`:
-    ParsSPR's data of the chain's one tree (blocks run one pattern set, so one tree), a flat tuple (the
-    threads of mbgpu.core.handoff take no nested tuples)."""
-    rng, rng_out, todo, moved, off, theta_p, pterm_new, accepted, log_h = shared
+    ParsSPR's data of the chain's one tree (blocks run one tree), a flat tuple (the threads of
+    mbgpu.core.handoff take no nested tuples); ck, cpars, brl_p: its clock rows, ParsSPRClock's data and
+    the clock log priors (mbgpu.core.step.propose_one). Per pattern set j (typed lists, which those threads
+    take): sm[j] its model's description, rows[j] its model rows, eval_args[j] its evaluation arrays."""
+    rng, rng_out, todo, moved, off, theta_p, pterm_new, accepted, log_h, unobserved, need = shared
     todo[:, c] = 0
-    propose_chain(c, *head, (pars,), *tail)
+    propose_one(c, *head, (pars,), *tail, ck, cpars, brl_p)
     if moved[c] >= 0 and log_h[c] != -math.inf:
-        if not plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo):
+        if not plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo, need):
             return HOST_MODEL
-    evaluate_range(c, c + 1, todo[0], *eval_args)
+    evaluate_divisions(c, todo, unobserved, eval_args)
     return DONE
 
 
 @numba.njit(**JIT_OPTIONS)
-def chain_decide(c, dec_args, keep_rows, shared):
-    """The rest of chain c's generation, at its heat: decide and keep. DONE, or BAD_LNL (the proposal's lnL
-    is NaN or +inf; undecided)."""
-    rng, rng_out, todo, moved, off, theta_p, pterm_new, accepted, log_h = shared
+def chain_decide(c, ck, dec_args, keep_rows, shared):
+    """The rest of chain c's generation, at its heat: decide and keep (every pattern set's rows
+    `keep_rows[j]`, its clock rows `ck`). DONE, or BAD_LNL (the proposal's lnL is NaN or +inf; undecided)."""
+    rng, rng_out, todo, moved, off, theta_p, pterm_new, accepted, log_h, unobserved, need = shared
     if decide_all(*dec_args, c, c + 1) >= 0:
         return BAD_LNL
-    keep_division(c, c + 1, todo[0], accepted, *keep_rows)
+    for j in range(len(keep_rows)):
+        bslot, mslot, bslot_p, mslot_p, lnl, lnl_p, evals, evecs, einv, crates, cweights, freqs, pinvar, mult = \
+            keep_rows[j]
+        keep_division(c, c + 1, todo[j], accepted, bslot, mslot, bslot_p, mslot_p, lnl, lnl_p, evals, evecs, einv,
+                      crates, cweights, freqs, pinvar, mult)
+    keep_clock(accepted, c, c + 1, ck)
     rng_out[c] = rng[c]
     return DONE
 
 
 @numba.njit(**JIT_OPTIONS)
-def chain_generation(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows, shared):
+def chain_generation(c, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, eval_args, dec_args,
+                     keep_rows, shared):
     """One generation of chain c (chain_propose, then chain_decide): DONE, BAD_LNL or HOST_MODEL."""
-    got = chain_propose(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, shared)
+    got = chain_propose(c, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, eval_args, shared)
     if got != DONE:
         return got
-    return chain_decide(c, dec_args, keep_rows, shared)
+    return chain_decide(c, ck, dec_args, keep_rows, shared)

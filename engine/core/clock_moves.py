@@ -70,9 +70,10 @@ def _copy_rows(c, ck):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _tree_kernel(kind, c, s, tuning, ck):
+def _tree_kernel(kind, c, s, tuning, ck, cpars):
     """A move of the rooted arrays (depth, topology, clock rate, FBD fossils, which also carry a relaxed
-    rate: AddBranch); its log proposal ratio. An SPR move's pruned node goes to ck.picked[c]."""
+    rate: AddBranch); its log proposal ratio. An SPR move's pruned node goes to ck.picked[c]; cpars:
+    ParsSPRClock's data (ClockRows.pars)."""
     parent, kids, depth, n_tips = ck.parent_p[c], ck.kids_p[c], ck.depth_p[c], (ck.parent.shape[1] + 1) // 2
     lo, hi, locked = ck.lo[c], ck.hi[c], ck.locked[c]
     depth_bounds(c, ck, lo, hi)
@@ -89,7 +90,7 @@ def _tree_kernel(kind, c, s, tuning, ck):
         v = ck.picked[c] = pick_pruned(s, parent, kids, depth, locked)
         if v < 0:
             return -math.inf
-        return pars_spr_from(s, v, parent, kids, depth, n_tips, lo, hi, locked, tuning[0], *ck.pars)
+        return pars_spr_from(s, v, parent, kids, depth, n_tips, lo, hi, locked, tuning[0], *cpars)
     if kind == L.CLOCK_FOSSILSPR:
         return ext_fossil_spr_clock(s, parent, kids, depth, n_tips, lo, hi, locked, tuning[0])
     if kind == L.CLOCK_RATE:
@@ -139,7 +140,7 @@ def _param_kernel(kind, c, s, tuning, lo, hi, ck):
 
 
 @numba.njit(**JIT_OPTIONS)
-def propose_clock(kind, c, s, tuning, lo, hi, ck, t_parent, t_kids, t_brlen, brl_p, t):
+def propose_clock(kind, c, s, tuning, lo, hi, ck, cpars, t_parent, t_kids, t_brlen, brl_p, t):
     """Chain c's clock move of `kind` (tuning row, reflection bounds lo/hi of a parameter move) on its
     proposal rows; the settled proposal's unrooted view into t_parent/t_kids/t_brlen (its tree rows) and
     its clock log prior into brl_p[c, t]. Returns the log proposal ratio (-inf: aborted)."""
@@ -147,7 +148,7 @@ def propose_clock(kind, c, s, tuning, lo, hi, ck, t_parent, t_kids, t_brlen, brl
     ck.live[c] = 1
     ck.picked[c] = -1
     if kind < L.CLOCK_IGRRATE:
-        r = _tree_kernel(kind, c, s, tuning, ck)
+        r = _tree_kernel(kind, c, s, tuning, ck, cpars)
     else:
         r = _param_kernel(kind, c, s, tuning, lo, hi, ck)
     if not r > -math.inf:
@@ -192,6 +193,20 @@ def unrooted_view(parent, eff, t_parent, t_kids, t_brlen):
     """mbgpu.clock.rooted.unrooted_view_into a core tree row, children sorted (trees.fill_kids)."""
     unrooted_view_into(parent, eff, t_parent, t_brlen)
     fill_kids(t_parent, t_kids)
+
+
+@numba.njit(**JIT_OPTIONS)
+def events_near_full(ck) -> bool:
+    """Whether a compound Poisson clock's branch holds half its event row (ClockRows.grow_events then
+    doubles the rows, before any add or ExtSPRClock merge could meet a full one)."""
+    if ck.relaxed != CPP:
+        return False
+    cap = ck.positions.shape[2]
+    for c in range(ck.n_events.shape[0]):
+        for v in range(ck.n_events.shape[1]):
+            if 2 * ck.n_events[c, v] >= cap:
+                return True
+    return False
 
 
 @numba.njit(**JIT_OPTIONS)

@@ -21,14 +21,15 @@ from mbgpu.clock.chain_tree import ClockTree
 from mbgpu.clock.prior_table import ln_clock_prior, pack_params, prior_table, shift_array, unpack_params
 from mbgpu.clock.relaxed_lengths import CPP, IGR, TK02
 from mbgpu.clock.relaxed_state import RelaxedState
-from mbgpu.core.clock_moves import STRICT
+from mbgpu.core.clock_moves import STRICT, events_near_full
 from mbgpu.core.pars_spr import prepare_pars_data
 
-ROWS = ("parent", "kids", "depth", "brlen", "written", "rate", "params", "rates", "eff", "n_events", "positions", "mults")
+ROWS = ("parent", "kids", "depth", "brlen", "written", "rate", "params", "rates", "eff", "n_events", "positions",
+        "mults")
 ClockArgs = namedtuple("ClockArgs", ROWS + tuple(k + "_p" for k in ROWS) + (
     "cal_kind", "cal_params", "cal_min", "cal_max", "dated", "locked",
     "live", "picked", "lo", "hi",
-    "model", "relaxed", "n_fossil", "prior_kinds", "prior_args", "shift_times", "pars"))
+    "model", "relaxed", "n_fossil", "prior_kinds", "prior_args", "shift_times"))
 
 _RELAXED = {None: STRICT, "igr": IGR, "tk02": TK02, "cpp": CPP}
 
@@ -92,13 +93,15 @@ class ClockRows:
         prop = {k + "_p": v.copy() for k, v in cur.items()}
         kinds, args = prior_table(model)
         n_chains, n = cur["parent"].shape
-        pars = prepare_pars_data(ctx.pattern_masks, ctx.n_states, None, trees[0].n_tips)
+        # ParsSPRClock's data (without rate multipliers, as MrBayes' move): apart from ClockArgs, so that
+        # these stay a flat tuple that numba's parallel loops take (mbgpu.core.handoff)
+        self.pars = prepare_pars_data(ctx.pattern_masks, ctx.n_states, None, trees[0].n_tips)
         self.args = ClockArgs(**cur, **prop, **_statics(trees), live=np.zeros(n_chains, dtype=np.int8),
                               picked=np.full(n_chains, -1, dtype=np.int64),
                               lo=np.zeros((n_chains, n)), hi=np.zeros((n_chains, n)), model=_model_numbers(model),
                               relaxed=_RELAXED[model.clock_var if model.clock_var in _RELAXED else None],
                               n_fossil=len(model.shift_times) + 1, prior_kinds=kinds, prior_args=args,
-                              shift_times=shift_array(model), pars=pars)
+                              shift_times=shift_array(model))
 
     def ln_priors(self) -> np.ndarray:
         """Every chain's clock log prior from its rows (the compiled function its proposals are scored by,
@@ -114,12 +117,13 @@ class ClockRows:
         merge of two branches meets a full row); True when it grew (the caller passes the new `args`)."""
         a = self.args
         cap = a.positions.shape[2]
-        if a.relaxed != CPP or 2 * int(a.n_events.max(initial=0)) < cap:
+        if not events_near_full(a):
             return False
         wider = {}
         for k in ("positions", "mults", "positions_p", "mults_p"):
             old = getattr(a, k)
-            new = np.zeros(old.shape[:2] + (2 * cap,)) if k.startswith("positions") else np.ones(old.shape[:2] + (2 * cap,))
+            shape = old.shape[:2] + (2 * cap,)
+            new = np.zeros(shape) if k.startswith("positions") else np.ones(shape)
             new[:, :, :cap] = old
             wider[k] = new
         self.args = a._replace(**wider)
@@ -138,9 +142,9 @@ class ClockRows:
         return ClockTree(self.frames[c], state, unpack_params(self.model, a.params[c]), relaxed)
 
 
-def empty_args(n_chains: int, pars) -> ClockArgs:
+def empty_args(n_chains: int) -> ClockArgs:
     """ClockArgs of a run without clock trees (nothing in them is read), of the types of a clock run's, so
-    the compiled step is one function for both (`pars`: any ParsSPR data tuple of the run)."""
+    the compiled step is one function for both."""
     def ints(*shape):
         return np.zeros((n_chains,) + shape, dtype=np.int64)
 
@@ -155,5 +159,4 @@ def empty_args(n_chains: int, pars) -> ClockArgs:
                      cal_params=floats(0, 3), cal_min=floats(0), cal_max=floats(0), dated=none, locked=none.copy(),
                      live=np.zeros(n_chains, dtype=np.int8), picked=np.full(n_chains, -1, dtype=np.int64),
                      lo=floats(0), hi=floats(0), model=np.zeros(4), relaxed=STRICT, n_fossil=1,
-                     prior_kinds=np.zeros(0, dtype=np.int64), prior_args=np.zeros(0), shift_times=np.zeros(0),
-                     pars=pars)
+                     prior_kinds=np.zeros(0, dtype=np.int64), prior_args=np.zeros(0), shift_times=np.zeros(0))

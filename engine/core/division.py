@@ -64,8 +64,8 @@ class ChainRows:
     def add_mkv(self, tree, lnl) -> None:
         """coding=variable: each chain with todo != 0 gets its proposal's Mkv correction added to lnl."""
         if self.unobserved_weight:
-            chain_corrections(self.todo, self.n_tips, tree.parent_p, tree.brlen_p, self.crates, self.cweights,
-                              self.pinvar, self.mult, self.unobserved_weight, lnl)
+            chain_corrections(0, self.todo.size, self.todo, self.n_tips, tree.parent_p, tree.brlen_p, self.crates,
+                              self.cweights, self.pinvar, self.mult, self.unobserved_weight, lnl)
 
     def launch(self, tree, c0: int = 0, c1: int | None = None, tag: str = ""):
         """Start the evaluations of chains c0..c1-1; a ticket for collect. Here (host buffers) every chain
@@ -405,6 +405,16 @@ def evaluate_range(c0, c1, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot
             evaluate_chain(c, todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p,
                            n_tips, evals, evecs, einv, crates, cweights, freqs, pinvar, mult, partials, tip_x,
                            matrices, scale, scaled, weights, compat, lnl_p, marks, orders, works, sites, invs, inv_of)
+
+
+@numba.njit(**JIT_OPTIONS)
+def evaluate_chains(c0, c1, todo, unobserved, args):
+    """A block's evaluation of chains c0 <= c < c1, as DivisionArrays.evaluate: evaluate_range(c0, c1, todo,
+    *args), then coding=variable's correction where `unobserved` (the pattern weights' sum) is not 0."""
+    evaluate_range(c0, c1, todo, *args)
+    if unobserved != 0.0:          # args: DivisionArrays' evaluation arrays in evaluate_range's order
+        chain_corrections(c0, c1, todo, args[9], args[0], args[2], args[13], args[14], args[16], args[17], unobserved,
+                          args[25])
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)

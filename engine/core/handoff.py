@@ -129,8 +129,8 @@ def _swap(c, e, state, events, swap_args, heats, shared):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _look(c, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows, shared,
-          swap_args, heats, events, state):
+def _look(c, last, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
+          shared, swap_args, heats, events, state):
     """Move chain c on if it can: its swap; else its next generation, or the part of it that does not
     wait for the swap it owes. DID, NOTHING, or BUSY (another thread holds what it needs: look again).
     A chain parked for the host (its proposal evaluated but for its model) still takes its swap."""
@@ -158,13 +158,14 @@ def _look(c, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec
         atomics.store(state, at + CLAIM, 0)
         return BUSY
     if not ahead:
-        if chain_propose(c, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, shared) != DONE:
+        if chain_propose(c, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, eval_args,
+                         shared) != DONE:
             atomics.store(state, at + PARKED, 1)
         elif owes:
             atomics.store(state, at + AHEAD, 1)
         ahead = atomics.load(state, at + PARKED) == 0 and not owes
     if ahead:
-        if chain_decide(c, dec_args, keep_rows, shared) == BAD_LNL:
+        if chain_decide(c, ck, dec_args, keep_rows, shared) == BAD_LNL:
             atomics.store(state, at + PARKED, 2)
             atomics.store(state, (state.shape[0] // PAD - 1) * PAD, 1)
         else:
@@ -175,8 +176,8 @@ def _look(c, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec
 
 
 @numba.njit(**JIT_OPTIONS)
-def _worker(w, workers, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
-            shared, swap_args, heats, events, state):
+def _worker(w, workers, last, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, eval_args, dec_args,
+            keep_rows, shared, swap_args, heats, events, state):
     """Thread w's part: move chains on, its own share (from chain w C / workers) first, until no chain can
     move and none is held (every thread that moves one looks again, so none is missed)."""
     n_chains = state.shape[0] // PAD - 1
@@ -186,8 +187,8 @@ def _worker(w, workers, last, head, pars, tail, pri, sm, rows, touch, new_q, eva
         moved = False
         for k in range(n_chains):
             c = start + k if start + k < n_chains else start + k - n_chains
-            got = _look(c, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
-                        shared, swap_args, heats, events, state)
+            got = _look(c, last, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, eval_args, dec_args,
+                        keep_rows, shared, swap_args, heats, events, state)
             if got == DID:
                 moved = True
                 break
@@ -197,11 +198,11 @@ def _worker(w, workers, last, head, pars, tail, pri, sm, rows, touch, new_q, eva
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def run_handoff(workers, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
-                shared, swap_args, heats, events, state):
+def run_handoff(workers, last, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, eval_args, dec_args,
+                keep_rows, shared, swap_args, heats, events, state):
     """Every chain on to generation `last` and through the block's swaps, on `workers` of numba's threads
     (arguments as flat tuples: numba's parallel loops take no nested ones). Returns when done, when a
     chain parked for the host (the rest as far as they go without it) or on a bad lnL (abort flag set)."""
     for w in numba.prange(workers):
-        _worker(w, workers, last, head, pars, tail, pri, sm, rows, touch, new_q, eval_args, dec_args, keep_rows,
-                shared, swap_args, heats, events, state)
+        _worker(w, workers, last, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, eval_args, dec_args,
+                keep_rows, shared, swap_args, heats, events, state)

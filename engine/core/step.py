@@ -4,7 +4,8 @@ at each chain's heat, counters and autotuning as MrBayes).
 
 State arrays (C chains of R trees each, N nodes, P parameter values), current and proposed (`_p`): tree
 `parent`, `kids`, `brlen` (mbgpu.core.trees; chain c's tree t in row c R + t: R > 1 with `unlink
-topology` or `unlink brlens`), `theta` (mbgpu.core.layout.ParamLayout). Per chain: `rng` (mbgpu.core.rng), `lnl`, `lnpr`,
+topology` or `unlink brlens`), `theta` (mbgpu.core.layout.ParamLayout); a clock tree's rows `ck` and
+ParsSPRClock's data `cpars` (mbgpu.core.clock_rows). Per chain: `rng` (mbgpu.core.rng), `lnl`, `lnpr`,
 `best`, the prior's branch-length term of each tree `brl[C, R]` (`brl_p`: a proposal's) and parameter
 terms `pterm[C, K]`. Per move: `mtree[m]`, the tree a tree move acts on, `mrows[m, R]` the trees it
 changes (MultNNI: every tree sharing a topology, mtree[m] the first); per pattern set: `div_tree[d]`,
@@ -118,14 +119,14 @@ def _live_params(c0, c1, moved, log_h, by_param):
 
 
 @numba.njit(**JIT_OPTIONS)
-def clock_proposal(c, s, m, parent_p, kids_p, brlen_p, mkind, mtree, mrows, bounds, tuning, ck, brl_p, log_h, todo,
-                   div_tree):
+def clock_proposal(c, s, m, parent_p, kids_p, brlen_p, mkind, mtree, mrows, bounds, tuning, ck, cpars, brl_p, log_h,
+                   todo, div_tree):
     """Chain c's clock move m (picked by propose_chain) on its clock rows `ck` (mbgpu.core.clock_moves); a live
     one that changed branch lengths marks the pattern sets on its tree (a tree-prior parameter's does not)."""
     t = mtree[m]
     r = c * (parent_p.shape[0] // brl_p.shape[0]) + t
-    log_h[c] = propose_clock(mkind[m], c, s, tuning[c, m], bounds[m, 0], bounds[m, 1], ck, parent_p[r], kids_p[r],
-                             brlen_p[r], brl_p, t)
+    log_h[c] = propose_clock(mkind[m], c, s, tuning[c, m], bounds[m, 0], bounds[m, 1], ck, cpars, parent_p[r],
+                             kids_p[r], brlen_p[r], brl_p, t)
     if log_h[c] != -math.inf and mkind[m] < L.FIRST_CLOCK_PARAM:
         for d in range(todo.shape[0]):
             if mrows[m, div_tree[d]]:
@@ -133,21 +134,31 @@ def clock_proposal(c, s, m, parent_p, kids_p, brlen_p, mkind, mtree, mrows, boun
 
 
 @numba.njit(**JIT_OPTIONS)
+def propose_one(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree, mrows,
+                cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b,
+                cons_first, pars, move_of, log_h, moved, todo, div_tree, ck, cpars, brl_p):
+    """Chain c proposes (propose_chain; a clock move: clock_proposal on the clock rows `ck` with
+    ParsSPRClock's data `cpars`, its clock log prior into brl_p). Its pattern sets' todo are not cleared."""
+    propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree,
+                  mrows, cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a,
+                  cons_b, cons_first, pars, move_of, log_h, moved, todo, div_tree)
+    ck.live[c] = 0
+    if mkind[move_of[c]] >= L.FIRST_CLOCK:
+        clock_proposal(c, rng[c], move_of[c], parent_p, kids_p, brlen_p, mkind, mtree, mrows, bounds, tuning, ck,
+                       cpars, brl_p, log_h, todo, div_tree)
+
+
+@numba.njit(**JIT_OPTIONS)
 def propose_all(rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree, mrows,
                 cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a, cons_b,
-                cons_first, pars, move_of, log_h, moved, todo, div_tree, by_param, c0, c1, ck, brl_p):
-    """Each chain c0 <= c < c1 proposes (propose_chain; a clock move: clock_proposal on the clock rows `ck`,
-    its clock log prior into brl_p); the chains whose parameter proposal is live are listed in by_param
-    (the caller builds their models); returns how many."""
+                cons_first, pars, move_of, log_h, moved, todo, div_tree, by_param, c0, c1, ck, cpars, brl_p):
+    """Each chain c0 <= c < c1 proposes (propose_one); the chains whose parameter proposal is live are
+    listed in by_param (the caller builds their models); returns how many."""
     todo[:, c0:c1] = 0
     for c in range(c0, c1):
-        propose_chain(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree,
-                      mrows, cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a,
-                      cons_b, cons_first, pars, move_of, log_h, moved, todo, div_tree)
-        ck.live[c] = 0
-        if mkind[move_of[c]] >= L.FIRST_CLOCK:
-            clock_proposal(c, rng[c], move_of[c], parent_p, kids_p, brlen_p, mkind, mtree, mrows, bounds, tuning, ck,
-                           brl_p, log_h, todo, div_tree)
+        propose_one(c, rng, parent, kids, brlen, theta, parent_p, kids_p, brlen_p, theta_p, mkind, mparam, mtree,
+                    mrows, cdf, bounds, scale, alpha_factor, tuning, off, n_tips, lo, hi, anchor, cons_kind, cons_a,
+                    cons_b, cons_first, pars, move_of, log_h, moved, todo, div_tree, ck, cpars, brl_p)
     return _live_params(c0, c1, moved, log_h, by_param)
 
 

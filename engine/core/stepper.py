@@ -102,7 +102,8 @@ class CoreStepper:
         self.best = np.array([ch.best_lnl for ch in chains])
         # the chains' clock trees as rows (mbgpu.core.clock_rows), else empty rows of the same types
         self.clock = ClockRows([ch.trees[0] for ch in chains], ctx) if clocks else None
-        self.ck = self.clock.args if clocks else empty_args(n, self.pars[0])
+        self.ck = self.clock.args if clocks else empty_args(n)
+        self.cpars = self.clock.pars if clocks else self.pars[0]    # ParsSPRClock's data (any of the type)
         if clocks:                                        # one clock tree per chain: its clock terms
             self.brl = self.clock.ln_priors().reshape(n, 1)
         else:
@@ -242,9 +243,13 @@ class CoreStepper:
             d.keep(self.accepted, c0, c1)
         if self.clock is not None:
             keep_clock(self.accepted, c0, c1, self.ck)
-            if self.clock.grow_events():
-                self.ck = self.clock.args
+            self.grow_clock_events()
         self.rng_out[c0:c1] = self.rng[c0:c1]
+
+    def grow_clock_events(self) -> None:
+        """Wider CPP event rows when a branch fills half of them (ClockRows.grow_events); `ck` follows."""
+        if self.clock.grow_events():
+            self.ck = self.clock.args
 
     def publish(self) -> None:
         """Every chain object's scores from the arrays; its tree, values and stream on its next read."""
@@ -270,7 +275,7 @@ class CoreStepper:
                                    self.theta_p, mv.kind, mv.param, mv.tree, mv.rows, mv.cdf, mv.bounds, mv.scale,
                                    mv.alpha_factor, mv.tuning, self.layout.off, self.n_tips, self.lo, self.hi,
                                    self.anchor, *self.cons, self.pars, self.move_of, self.log_h, self.moved, self.todo,
-                                   self.div_tree, self.by_param, c0, c1, self.ck, self.brl_p))
+                                   self.div_tree, self.by_param, c0, c1, self.ck, self.cpars, self.brl_p))
         finally:
             if held:
                 numba.set_num_threads(self.threads)

@@ -80,10 +80,10 @@ def correction(weight, n_tips, parent, brlen, crates, cweights, pinvar, mult):
 
 
 @numba.njit(**JIT_OPTIONS)
-def chain_corrections(todo, n_tips, parent_p, brlen_p, crates, cweights, pinvar, mult, weight, lnl_p):
-    """The core's chains with todo != 0: their proposal's correction added to lnl_p[c] (model row 1, the
-    proposed one, when todo is 2, else row 0)."""
-    for c in range(todo.shape[0]):
+def chain_corrections(c0, c1, todo, n_tips, parent_p, brlen_p, crates, cweights, pinvar, mult, weight, lnl_p):
+    """The core's chains c0 <= c < c1 with todo != 0: their proposal's correction added to lnl_p[c] (model
+    row 1, the proposed one, when todo is 2, else row 0)."""
+    for c in range(c0, c1):
         if todo[c] != 0:
             row = 1 if todo[c] == 2 else 0
             lnl_p[c] += correction(weight, n_tips, parent_p[c], brlen_p[c], crates[c, row], cweights[c, row],

@@ -19,6 +19,7 @@ from mbgpu.interpreter import Interpreter
 from mbgpu.sampler.mc3 import MC3
 from mbgpu.sampler.swaps import SwapTable, swap_with
 from tests.test_checkpoint.common import run_text
+from tests.conftest import TEST_DATA
 from tests.test_core.test_stepper import BLOCK
 
 FILES = ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc")
@@ -131,10 +132,12 @@ def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, 
     real_plan, real_proposal = generation.plan_chain, stepper.model_proposal
     to_host = []
 
-    def plan_on_host(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo):
-        real_plan(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo)
-        to_host.append(bool(touch[moved[c]]))
-        return not touch[moved[c]]
+    def plan_on_host(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo, need):
+        real_plan(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo, need)
+        hit = touch[moved[c]]
+        to_host.append(bool(hit.any()))
+        need[hit, c] = True
+        return not hit.any()
 
     def run(folder, blocks, threads=1):
         monkeypatch.setattr(stepper, "model_proposal", lambda *a: real_proposal(*a) and False)
@@ -295,3 +298,84 @@ def test_blocks_shrink_to_block_seconds(tmp_path, monkeypatch):
     _run(tmp_path / "slow", monkeypatch, True)
     assert lengths[0] == 8 and max(lengths[1:]) == 2     # the first block, of block_len=8, then pairs
     _same_files(tmp_path / "blocks", tmp_path / "slow")
+
+
+def _mkv_text() -> str:
+    """Twelve taxa of random standard characters, every one variable (coding=variable's data), Mkv + gamma."""
+    rng = np.random.default_rng(11)
+    rows, n_char = [], 40
+    for t in range(12):
+        rows.append("t%d %s" % (t, "".join(str(x) for x in rng.integers(0, 3, n_char))))
+    rows[0] = "t0 " + "0" * n_char                 # with t1 all 1: no character is constant
+    rows[1] = "t1 " + "1" * n_char
+    return ("#NEXUS\nbegin data; dimensions ntax=12 nchar=%d; format datatype=standard symbols=\"012\";\n"
+            "matrix\n%s\n;\nend;\nbegin mrbayes; set seed=4 swapseed=5; lset coding=variable rates=gamma;\n"
+            "mcmc ngen=300 nruns=2 nchains=3 samplefreq=20 printfreq=100 diagnfreq=100 filename=r; end;\n"
+            % (n_char, "\n".join(rows)))
+
+
+def test_mkv_runs_in_blocks_with_the_files_of_single_generations(tmp_path, monkeypatch):
+    """coding=variable: the Mkv correction is added inside the compiled generation (it kept such runs on
+    the per-generation path, 0.45x MrBayes on one chain of 16 taxa); same files and screen as single
+    generations, on one thread and on two."""
+    text = _mkv_text()
+    screen, n = _run(tmp_path / "blocks", monkeypatch, True, text)
+    assert n > 250
+    single, _ = _run(tmp_path / "single", monkeypatch, False, text)
+    _same_files(tmp_path / "blocks", tmp_path / "single")
+    assert screen == single
+    if numba.config.NUMBA_NUM_THREADS > 1:
+        _run(tmp_path / "threads", monkeypatch, True, text, threads=2)
+        _same_files(tmp_path / "threads", tmp_path / "single")
+
+
+CLOCK = ("#NEXUS\nbegin mrbayes; set seed=4 swapseed=5;\nexecute %s;\nlset nst=2 rates=gamma;\n"
+         "taxset apes = Homo_sapiens Pan Gorilla Pongo Hylobates; constraint apes = apes;\n"
+         "prset brlenspr=clock:birthdeath clockratepr=lognormal(-3,1) topologypr=constraints(apes) "
+         "nodeagepr=calibrated %s;\ncalibrate apes = uniform(1.5, 2.5);\n"
+         "mcmc ngen=%d nruns=2 nchains=3 samplefreq=20 printfreq=100 diagnfreq=100 filename=r; end;\n")
+CLOCK_CASES = {"strict": ("", 300), "igr": ("clockvarpr=igr", 300), "tk02": ("clockvarpr=tk02", 300),
+               "cpp": ("clockvarpr=cpp cppratepr=fixed(400);\npropset Add_delete(CppEvents)$prob=200", 600)}
+#                 cpp: many events, so its event rows widen during the run
+# the fossilized birth-death prior, two fossil tips with free ages: AddBranch / DelBranch make and unmake
+# sampled ancestors
+FBD = ("#NEXUS\nbegin mrbayes; set seed=4 swapseed=5;\nexecute %s;\nlset nst=2 rates=gamma;\n"
+       "prset brlenspr=clock:fossilization nodeagepr=calibrated speciationpr=exponential(5) extinctionpr=beta(2,2) "
+       "fossilizationpr=beta(2,5) treeagepr=uniform(0.5,1.5);\ncalibrate Tarsius_syrichta=uniform(0.01,0.3) "
+       "Lemur_catta=uniform(0.02,0.4);\n"
+       "mcmc ngen=400 nruns=2 nchains=3 samplefreq=20 printfreq=100 diagnfreq=100 filename=r; end;\n")
+
+
+@pytest.mark.parametrize("case", list(CLOCK_CASES) + ["fbd"])
+def test_clock_runs_in_blocks_with_the_files_of_single_generations(tmp_path, monkeypatch, case):
+    """Clock trees (their rows, moves and prior in compiled code) go in blocks: same files and screen as
+    single generations; on two threads too (cpp: one thread, its event rows widen between generations)."""
+    extra, ngen = CLOCK_CASES[case] if case != "fbd" else ("", 400)
+    text = CLOCK % (TEST_DATA / "primates.nex", extra, ngen) if case != "fbd" else FBD % (TEST_DATA / "primates.nex")
+    screen, n = _run(tmp_path / "blocks", monkeypatch, True, text)
+    assert n > ngen - 50
+    single, _ = _run(tmp_path / "single", monkeypatch, False, text)
+    _same_files(tmp_path / "blocks", tmp_path / "single")
+    assert screen == single
+    if numba.config.NUMBA_NUM_THREADS > 1:
+        _run(tmp_path / "threads", monkeypatch, True, text, threads=2)
+        _same_files(tmp_path / "threads", tmp_path / "single")
+
+
+def test_partitioned_runs_in_blocks_with_the_files_of_single_generations(tmp_path, monkeypatch):
+    """Several pattern sets (cynmix: standard Mkv + four DNA partitions, unlinked models, rate multipliers)
+    go in blocks, each parameter move's models planned for the sets it reaches: same files and screen as
+    single generations, on one thread and on two."""
+    text = ("#NEXUS\nbegin mrbayes; set seed=4 swapseed=5;\nexecute %s;\nset partition=favored;\n"
+            "lset applyto=(2,3,4,5) nst=6 rates=gamma; lset applyto=(1) coding=variable rates=gamma;\n"
+            "unlink shape=(all) revmat=(all) statefreq=(all); prset ratepr=variable;\n"
+            "mcmc ngen=200 nruns=2 nchains=2 samplefreq=20 printfreq=100 diagnfreq=100 filename=r; end;\n"
+            % (TEST_DATA / "cynmix.nex"))
+    screen, n = _run(tmp_path / "blocks", monkeypatch, True, text)
+    assert n > 150
+    single, _ = _run(tmp_path / "single", monkeypatch, False, text)
+    _same_files(tmp_path / "blocks", tmp_path / "single")
+    assert screen == single
+    if numba.config.NUMBA_NUM_THREADS > 1:
+        _run(tmp_path / "threads", monkeypatch, True, text, threads=2)
+        _same_files(tmp_path / "threads", tmp_path / "single")

@@ -67,9 +67,12 @@ class SerialPlacement:
         """Under MPI every rank takes rank 0's restored MC3 state; here the MC3 has it already."""
 
     def any_stop(self, flag, gen: int) -> bool:
-        """True when a stop signal arrived at generation `gen` (under MPI: on any rank, seen every
-        mbgpu.mpi.driver.STOP_EVERY generations)."""
+        """True when a stop signal arrived at generation `gen` (under MPI: on any rank by the check
+        mbgpu.mpi.driver.STOP_EVERY generations before)."""
         return flag.signum is not None
+
+    def settle_stop(self, flag) -> None:
+        """After the run's last generation (under MPI: the stop check still in flight is finished)."""
 
     def from_writer(self, value):
         """The writer's `value` (under MPI: rank 0's, on every rank)."""
@@ -160,6 +163,7 @@ def drive(s, con, ckp, place, ss=None) -> None:
         with ckp.signals(), reported_with_checkpoint(ckp):
             try:
                 mc3.run()
+                place.settle_stop(ckp.stop)
                 finish_checkpoint(place, ckp, mc3)
             finally:
                 mc3.sink.close()

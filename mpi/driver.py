@@ -19,6 +19,8 @@ from __future__ import annotations
 import socket
 from contextlib import contextmanager
 
+import numpy as np
+
 from mbgpu.checkpoint.chain_state import capture_chain, restore_chain
 from mbgpu.checkpoint.errors import CheckpointMismatch
 from mbgpu.checkpoint.state import chain_state
@@ -32,7 +34,38 @@ from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.setup import build_runs
 
 
-STOP_EVERY = 10      # generations between two stop-signal checks: each is a collective all ranks wait at
+STOP_EVERY = 10      # generations between two stop-signal checks (non-blocking collectives: StopCheck)
+
+
+class StopCheck:
+    """Whether a stop signal reached any rank, without the ranks waiting for each other every STOP_EVERY
+    generations: each check starts a non-blocking allreduce (max) of the ranks' signal numbers and
+    finishes the one started at the check before. So every rank stops at the same generation, one check
+    after the signal (10-20 generations), and a rank ahead of the others waits only when it is a whole
+    check ahead (a blocking check made the fastest rank wait for the slowest at every one: issue 23)."""
+
+    def __init__(self, comm):
+        self.comm, self.pending = comm, None
+
+    def check(self, signum: int) -> int:
+        """Start this check with `signum` (0: none here); the signal of the check before (0: none, or no
+        check before)."""
+        from mpi4py import MPI
+
+        got = self.finish()
+        if not got:
+            send, recv = np.array([signum], dtype=np.int64), np.zeros(1, dtype=np.int64)
+            self.pending = (self.comm.Iallreduce(send, recv, op=MPI.MAX), send, recv)
+        return got
+
+    def finish(self) -> int:
+        """The check in flight, finished (every rank reaches it: the same checks in the same order)."""
+        if self.pending is None:
+            return 0
+        request, _send, recv = self.pending
+        request.Wait()
+        self.pending = None
+        return int(recv[0])
 
 
 class RemoteChain:
@@ -290,6 +323,7 @@ class MpiPlacement:
         self.layout = Layout(opts.nruns, opts.nchains, comm.Get_size(), int(settings.options.get("Sitesplit") or 1))
         self.writer = self.rank == 0
         self.led = self.layout.chains_of(self.rank) if self.layout.leader(self.rank) else []
+        self.stops = StopCheck(comm)
 
     def agree(self, check) -> None:
         """Run the user check `check()` on rank 0; its MbgpuError is raised on every rank."""
@@ -359,11 +393,19 @@ class MpiPlacement:
         mc3.adopt_state()
 
     def any_stop(self, flag, gen: int) -> bool:
-        """True on every rank when a stop signal reached any rank, checked at multiples of STOP_EVERY (and
-        at generation 0 calls, a run's end); the flag then holds it everywhere."""
+        """True on every rank when a stop signal had reached any rank by the check before (checks at the
+        multiples of STOP_EVERY: StopCheck); the flag then holds it everywhere."""
         if gen % STOP_EVERY:
             return False
-        stop = max(self.comm.allgather(flag.signum or 0))
+        return self._adopt(flag, self.stops.check(flag.signum or 0))
+
+    def settle_stop(self, flag) -> None:
+        """After the last generation: the check in flight finished; a signal it carries is kept (the run
+        then ends as signal-stopped runs do, on every rank)."""
+        self._adopt(flag, self.stops.finish())
+
+    @staticmethod
+    def _adopt(flag, stop: int) -> bool:
         if stop and flag.signum is None:
             flag.signum = stop
         return bool(stop)

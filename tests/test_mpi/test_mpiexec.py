@@ -132,15 +132,16 @@ def test_split_log_likelihood_equals_whole(k):
 
 
 def test_stop_signal_on_one_rank_stops_every_rank_with_a_checkpoint(tmp_path):
-    """Rank 2 gets SIGUSR1 at generation 25; the ranks see it at their next check (every STOP_EVERY = 10
-    generations: a collective), write the checkpoint there and stop."""
+    """Rank 2 gets SIGUSR1 at generation 25; its check at 30 carries it (every STOP_EVERY = 10 generations a
+    non-blocking collective, finished at the next check), so every rank sees it at 40, writes the checkpoint
+    there and stops."""
     from mbgpu.checkpoint.session import load
 
     proc = run(tmp_path, block(ngen=2000), 3, timeout=120, fault="2:25:usr1")
     assert proc.returncode == 138, proc.stdout[-2000:] + proc.stderr
     assert "SIGUSR1 received." in proc.stdout and "resume with 'mcmc append=yes ngen=2000'" in proc.stdout
-    assert int(load(str(tmp_path / "r.ckp.h5"))["mc3/generation"][0]) == 30
-    assert (tmp_path / "r.run1.p").read_text().splitlines()[-1].split("\t")[0] == "30"
+    assert int(load(str(tmp_path / "r.ckp.h5"))["mc3/generation"][0]) == 40
+    assert (tmp_path / "r.run1.p").read_text().splitlines()[-1].split("\t")[0] == "40"
 
 
 def test_allchains_outputs_byte_identical_to_serial(tmp_path):

@@ -23,6 +23,17 @@ from mbgpu.jit import JIT_OPTIONS
 
 
 @numba.njit(**JIT_OPTIONS)
+def typed_list(items):
+    """`items`, a tuple of one type, as a numba typed List (what prange and handoff's threads take for the
+    pattern sets). Built here, the list's compiled methods come from numba's cache: typed.List filled from
+    Python compiles them again in every process (3.3 s on the 2-core VM for one run's four lists)."""
+    out = typed.List()
+    for x in items:
+        out.append(x)
+    return out
+
+
+@numba.njit(**JIT_OPTIONS)
 def swap_heats(draws, ranks, temp, nswaps, tried, accepted, lnl, lnpr, power, counts, last_rate, tuning, tree_batches,
                best, r0, r1):
     """MC3.swap_all over arrays for runs r0 <= r < r1: nswaps heat swaps per run (ranks[r, position] =
@@ -95,7 +106,8 @@ class BlockRunner:
         for k, js in enumerate(core.touches):                          # reaches pattern set j
             touch[k, js] = True
         self.plan = ((pt.kind, pt.args, pt.alphas, pt.weights),
-                     typed.List([(sm.desc, sm.fixed, sm.s0, sm.pi0) for sm in core.set_models]), typed.List(rows),
+                     typed_list(tuple((sm.desc, sm.fixed, sm.s0, sm.pi0) for sm in core.set_models)),
+                     typed_list(tuple(rows)),
                      touch, np.array(core.new_q, dtype=np.bool_))
         self.head = (core.rng, t.parent, t.kids, t.brlen, core.theta, t.parent_p, t.kids_p, t.brlen_p, core.theta_p,
                      mv.kind, mv.param, mv.tree, mv.rows, mv.cdf, mv.bounds, mv.scale, mv.alpha_factor, mv.tuning,
@@ -105,9 +117,9 @@ class BlockRunner:
         self.evals = [(t.parent_p, t.kids_p, t.brlen_p, t.parent, t.brlen, d.bslot, d.mslot, d.bslot_p, d.mslot_p,
                        d.n_tips) + r + (d.partials, d.tip_x, d.matrices, d.scale, d.scaled, d.weights, d.compat,
                                         d.lnl_p) + tuple(d.scratch) for d, r in zip(ds, rows)]
-        self.eval = typed.List(self.evals)
-        self.keep = typed.List([(d.bslot, d.mslot, d.bslot_p, d.mslot_p, d.lnl, d.lnl_p) + r
-                                for d, r in zip(ds, rows)])
+        self.eval = typed_list(tuple(self.evals))
+        self.keep = typed_list(tuple((d.bslot, d.mslot, d.bslot_p, d.mslot_p, d.lnl, d.lnl_p) + r
+                                     for d, r in zip(ds, rows)))
         self.unobserved = np.array([float(d.unobserved_weight) for d in ds])
         self.need = np.zeros((len(ds), core.lnl.size), dtype=np.bool_)   # need[j, c]: the host builds the model
         self.shared = (core.rng, core.rng_out, core.todo, core.moved, core.layout.off, core.theta_p, core.pterm_new,

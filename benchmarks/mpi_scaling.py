@@ -76,6 +76,8 @@ def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: st
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     start = time.time()
     prof = os.path.join(profile, "np%d.rank%%s.prof" % n) if profile else None
+    if profile:
+        os.makedirs(profile, exist_ok=True)
     proc = subprocess.Popen(launcher(n) + rank_command(backend, prof), cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stamps, lines = [], []

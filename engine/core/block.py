@@ -2,11 +2,11 @@
 tree (any number of pattern sets; clock trees and coding=variable included): propose, parameter models
 and priors, likelihoods, decisions and heat swaps of every generation until the loop next has something
 to do (a sample, a screen line, a diagnostic, a checkpoint). A generation costs ~300 us of compiled
-work on small data (primates); the interpreted loop around it cost ~60 us more, which this removes. One thread steps the chains generation by generation
-(`run_block`); several hand chains to each other with no barrier per generation (mbgpu.core.handoff).
-The block's swap draws are taken beforehand in MC3.swap_all's order, so the draws, each chain's order
-of work and the files are those of the per-generation path (CoreStepper.step and MC3.swap_all) for any
-thread count; tests compare them.
+work on small data (primates); the interpreted loop around it cost ~60 us more, which this removes.
+One thread steps the chains generation by generation (`run_block`); several hand chains to each other
+with no barrier per generation (mbgpu.core.handoff). The block's swap draws are taken beforehand in
+MC3.swap_all's order, so the draws, each chain's order of work and the files are those of the
+per-generation path (CoreStepper.step and MC3.swap_all) for any thread count; tests compare them.
 """
 from __future__ import annotations
 

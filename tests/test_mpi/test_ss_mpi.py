@@ -33,7 +33,8 @@ def test_ss_byte_identical_to_serial(tmp_path, chains, n):
 def test_ss_stopped_under_mpi_continues_with_other_ranks(tmp_path):
     one = run(tmp_path / "serial", ss_block(), None, 600)
     assert one.returncode == 0, one.stderr
-    stopped = run(tmp_path / "mpi", ss_block(), 3, 600, fault="2:113:usr1")     # its check at 120 carries it: seen at 130
+    # the signal at 113 rides the stop check started at 120, which every rank finishes at 130
+    stopped = run(tmp_path / "mpi", ss_block(), 3, 600, fault="2:113:usr1")
     assert stopped.returncode == 138, stopped.stdout[-2000:] + stopped.stderr
     more = run(tmp_path / "mpi", ss_block(extra="append=yes"), 2, 600)
     assert more.returncode == 0, more.stderr

@@ -300,6 +300,19 @@ def test_blocks_shrink_to_block_seconds(tmp_path, monkeypatch):
     _same_files(tmp_path / "blocks", tmp_path / "slow")
 
 
+def _blocks_match_single_generations(tmp_path, monkeypatch, text: str, min_in_blocks: int) -> None:
+    """`text` run in blocks (more than `min_in_blocks` generations in them) writes the files and screen of
+    single generations; on two threads too where numba has them."""
+    screen, n = _run(tmp_path / "blocks", monkeypatch, True, text)
+    assert n > min_in_blocks
+    single, _ = _run(tmp_path / "single", monkeypatch, False, text)
+    _same_files(tmp_path / "blocks", tmp_path / "single")
+    assert screen == single
+    if numba.config.NUMBA_NUM_THREADS > 1:
+        _run(tmp_path / "threads", monkeypatch, True, text, threads=2)
+        _same_files(tmp_path / "threads", tmp_path / "single")
+
+
 def _mkv_text() -> str:
     """Twelve taxa of random standard characters, every one variable (coding=variable's data), Mkv + gamma."""
     rng = np.random.default_rng(11)
@@ -318,15 +331,7 @@ def test_mkv_runs_in_blocks_with_the_files_of_single_generations(tmp_path, monke
     """coding=variable: the Mkv correction is added inside the compiled generation (it kept such runs on
     the per-generation path, 0.45x MrBayes on one chain of 16 taxa); same files and screen as single
     generations, on one thread and on two."""
-    text = _mkv_text()
-    screen, n = _run(tmp_path / "blocks", monkeypatch, True, text)
-    assert n > 250
-    single, _ = _run(tmp_path / "single", monkeypatch, False, text)
-    _same_files(tmp_path / "blocks", tmp_path / "single")
-    assert screen == single
-    if numba.config.NUMBA_NUM_THREADS > 1:
-        _run(tmp_path / "threads", monkeypatch, True, text, threads=2)
-        _same_files(tmp_path / "threads", tmp_path / "single")
+    _blocks_match_single_generations(tmp_path, monkeypatch, _mkv_text(), 250)
 
 
 CLOCK = ("#NEXUS\nbegin mrbayes; set seed=4 swapseed=5;\nexecute %s;\nlset nst=2 rates=gamma;\n"
@@ -352,14 +357,7 @@ def test_clock_runs_in_blocks_with_the_files_of_single_generations(tmp_path, mon
     single generations; on two threads too (cpp: one thread, its event rows widen between generations)."""
     extra, ngen = CLOCK_CASES[case] if case != "fbd" else ("", 400)
     text = CLOCK % (TEST_DATA / "primates.nex", extra, ngen) if case != "fbd" else FBD % (TEST_DATA / "primates.nex")
-    screen, n = _run(tmp_path / "blocks", monkeypatch, True, text)
-    assert n > ngen - 50
-    single, _ = _run(tmp_path / "single", monkeypatch, False, text)
-    _same_files(tmp_path / "blocks", tmp_path / "single")
-    assert screen == single
-    if numba.config.NUMBA_NUM_THREADS > 1:
-        _run(tmp_path / "threads", monkeypatch, True, text, threads=2)
-        _same_files(tmp_path / "threads", tmp_path / "single")
+    _blocks_match_single_generations(tmp_path, monkeypatch, text, ngen - 50)
 
 
 def test_partitioned_runs_in_blocks_with_the_files_of_single_generations(tmp_path, monkeypatch):
@@ -371,11 +369,4 @@ def test_partitioned_runs_in_blocks_with_the_files_of_single_generations(tmp_pat
             "unlink shape=(all) revmat=(all) statefreq=(all); prset ratepr=variable;\n"
             "mcmc ngen=200 nruns=2 nchains=2 samplefreq=20 printfreq=100 diagnfreq=100 filename=r; end;\n"
             % (TEST_DATA / "cynmix.nex"))
-    screen, n = _run(tmp_path / "blocks", monkeypatch, True, text)
-    assert n > 150
-    single, _ = _run(tmp_path / "single", monkeypatch, False, text)
-    _same_files(tmp_path / "blocks", tmp_path / "single")
-    assert screen == single
-    if numba.config.NUMBA_NUM_THREADS > 1:
-        _run(tmp_path / "threads", monkeypatch, True, text, threads=2)
-        _same_files(tmp_path / "threads", tmp_path / "single")
+    _blocks_match_single_generations(tmp_path, monkeypatch, text, 150)

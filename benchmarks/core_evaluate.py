@@ -39,7 +39,7 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=2000)
     a = ap.parse_args(argv)
     tmp = pathlib.Path(tempfile.mkdtemp())
-    chains, _p, _s = build_chains(tmp, "execute %s; lset nst=6 rates=invgamma;" % os.path.abspath(a.data), nruns=int(os.environ.get("NRUNS", 2)), nchains=int(os.environ.get("NCHAINS", 4)))
+    chains, _p, _s = build_chains(tmp, "execute %s;\nlset nst=6 rates=invgamma;" % os.path.abspath(a.data), nruns=int(os.environ.get("NRUNS", 2)), nchains=int(os.environ.get("NCHAINS", 4)))
     trees = T.ChainTrees([ch.tree for ch in chains])
     div = DivisionArrays(chains[0].parts[0].inc.shared, [ch.parts[0].inc for ch in chains])
     div.refresh(trees)

@@ -181,7 +181,7 @@ def metered_run(data: dict, ngen: int, set_options: str, samplefreq: int, folder
     meter.install(DeviceDivision)
     nex = os.path.join(folder, "run.nex")
     with open(nex, "w") as f:
-        f.write("#NEXUS\nbegin mrbayes; set seed=5 swapseed=5 %s;\nexecute %s; %s %s\nmcmc ngen=%d nruns=2 "
+        f.write("#NEXUS\nbegin mrbayes; set seed=5 swapseed=5 %s;\nexecute %s;\n%s %s\nmcmc ngen=%d nruns=2 "
                 "nchains=4 samplefreq=%d printfreq=%d diagnfreq=%d filename=r; end;\n"
                 % (set_options, data["path"], data["lset"], data["prset"], ngen, samplefreq, ngen, ngen))
     cwd = os.getcwd()

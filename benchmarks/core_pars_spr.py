@@ -39,7 +39,7 @@ def stepper_for(data: dict, folder: str):
 
     nex = os.path.join(folder, "one.nex")
     with open(nex, "w") as f:
-        f.write("#NEXUS\nbegin mrbayes; set seed=5 swapseed=5 backend=cpu;\nexecute %s; %s %s\nmcmc ngen=1 "
+        f.write("#NEXUS\nbegin mrbayes; set seed=5 swapseed=5 backend=cpu;\nexecute %s;\n%s %s\nmcmc ngen=1 "
                 "nruns=1 nchains=1 samplefreq=1 printfreq=1 diagnfreq=1 filename=one; end;\n"
                 % (data["path"], data["lset"], data["prset"]))
     cwd = os.getcwd()

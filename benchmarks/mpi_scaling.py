@@ -9,7 +9,7 @@ window began at the layout table, before the ranks built their chains: multi-ran
 
     python3 benchmarks/mpi_scaling.py [--ranks 1,2,4,8] [--ngen 400] [--backend gpu|cpu] [--scale 1.0]
                                       [--case dna|protein] [--nruns 2] [--nchains 4] [--split]
-                                      [--profile DIR]
+                                      [--profile DIR] [--flushes compiled|pycuda]
 
 --split runs every rank count N with `set sitesplit=N` (one group: each rank holds 1/N of the patterns of
 every chain), the issue's case (b); without it the chains are spread over the ranks.
@@ -59,16 +59,24 @@ PROFILED = ("import cProfile, os, runpy, sys; rank = os.environ.get('OMPI_COMM_W
             "cProfile.run('runpy.run_module(\"mbgpu.mpi\", run_name=\"__main__\")', sys.argv_out % rank)")
 
 
-def rank_command(backend: str, profile: str | None) -> list[str]:
-    """One rank's command; with `profile` a cProfile of each rank written to profile % rank."""
+PYCUDA_FLUSHES = ("import runpy, sys; from mbgpu.core.device_division import DeviceDivision; "
+                  "DeviceDivision.compiled_flushes = False; sys.argv = ['mbgpu.mpi'] + sys.argv[1:]; "
+                  "runpy.run_module('mbgpu.mpi', run_name='__main__')")
+
+
+def rank_command(backend: str, profile: str | None, flushes: str = "compiled") -> list[str]:
+    """One rank's command; with `profile` a cProfile of each rank written to profile % rank; flushes
+    'pycuda': the core's GPU flushes through pycuda's calls (DeviceDivision.compiled_flushes off)."""
     args = ["--backend=%s" % backend, "run.nex"]
-    if profile is None:
-        return [sys.executable, "-m", "mbgpu.mpi"] + args
-    return [sys.executable, "-c", PROFILED.replace("sys.argv_out", repr(profile)), profile] + args
+    if profile is not None:
+        return [sys.executable, "-c", PROFILED.replace("sys.argv_out", repr(profile)), profile] + args
+    if flushes == "pycuda":
+        return [sys.executable, "-c", PYCUDA_FLUSHES] + args
+    return [sys.executable, "-m", "mbgpu.mpi"] + args
 
 
 def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str, runs: tuple = (2, 4, ""),
-              profile: str | None = None) -> dict:
+              profile: str | None = None, flushes: str = "compiled") -> dict:
     work = os.path.join(folder, "np%d" % n)
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "run.nex"), "w", encoding="ascii") as f:
@@ -78,7 +86,7 @@ def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: st
     prof = os.path.join(profile, "np%d.rank%%s.prof" % n) if profile else None
     if profile:
         os.makedirs(profile, exist_ok=True)
-    proc = subprocess.Popen(launcher(n) + rank_command(backend, prof), cwd=work, env=env,
+    proc = subprocess.Popen(launcher(n) + rank_command(backend, prof, flushes), cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stamps, lines = [], []
     for line in proc.stdout:
@@ -110,6 +118,8 @@ def main(argv=None) -> int:
     ap.add_argument("--extra", default="", help="commands before mcmc, e.g. 'propset ParsSPR(Tau,V)$prob=0;'")
     ap.add_argument("--split", action="store_true", help="N ranks split the patterns N ways (set sitesplit=N)")
     ap.add_argument("--profile", metavar="DIR", help="cProfile every rank into DIR/npN.rankR.prof")
+    ap.add_argument("--flushes", default="compiled", choices=("compiled", "pycuda"),
+                    help="the core's GPU flushes queued by compiled code (default) or through pycuda's calls")
     args = ap.parse_args(argv)
     case = CASES[args.case]
     folder = tempfile.mkdtemp(prefix="mpi_scaling_")
@@ -125,7 +135,7 @@ def main(argv=None) -> int:
     for n in [int(x) for x in args.ranks.split(",")]:
         extra = args.extra + (" set sitesplit=%d;" % n if args.split else "")
         r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains, extra),
-                      os.path.abspath(args.profile) if args.profile else None)
+                      os.path.abspath(args.profile) if args.profile else None, args.flushes)
         if "error" in r:
             print("%5d failed:\n%s" % (n, r["error"]), flush=True)
             continue

@@ -445,6 +445,13 @@ class CudaBackend:
                 return (d_sums, n_roots, gx, (tag, out))
         return (d_sums, n_roots, gx)
 
+    def core_flushes(self, capacity: int, max_roots: int):
+        """The compiled core's flush path on this backend (mbgpu.cuda.core_flush.CoreFlushes): flushes of
+        at most `capacity` int64 words and `max_roots` root calls, queued and collected by compiled code."""
+        from .core_flush import CoreFlushes
+
+        return CoreFlushes(self, capacity, max_roots)
+
     def _stage(self, blob: np.ndarray, tag: str) -> int:
         """Copy a flush up (page-locked and asynchronous when the backend is); its device address."""
         if self.staging is None:

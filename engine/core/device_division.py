@@ -28,6 +28,8 @@ class DeviceDivision(ChainRows):
     """One pattern set's device instance seen by the core: the chains' rows (ChainRows), their lanes in
     the instance, and the buffer the packed flush is written into."""
 
+    compiled_flushes = True    # on a CUDA backend, flushes queued and collected by compiled code (core_flush)
+
     def __init__(self, shared, lane_parts):
         b, lay = shared.backend, shared.layout
         self.backend = b
@@ -43,27 +45,42 @@ class DeviceDivision(ChainRows):
                         np.zeros((c, n), dtype=np.int64), np.zeros((c, 3), dtype=np.int64))
         self.sizes = np.zeros(7, dtype=np.int64)
         self.blob = np.zeros(flush_capacity(c, n, lay.n_tips, s, k), dtype=np.int64)
+        self.flushes = b.core_flushes(self.blob.size, c) if self.compiled_flushes and hasattr(b, "core_flushes") \
+            else None
 
     def launch(self, tree, c0: int = 0, c1: int | None = None, tag: str = ""):
         """Queue the flush of chains c0..c1-1's proposals (those with todo != 0); a ticket for collect,
         None when none has work. Flushes with different tags may be in flight together."""
         c1 = self.todo.size if c1 is None else c1
-        live = np.flatnonzero(self.todo[c0:c1]) + c0
-        if not live.size:
+        if not self.todo[c0:c1].any():
             return None
         mkv = None
         if self.unobserved_weight:               # coding=variable: the host's share, added at collect
             mkv = np.zeros(self.todo.size)
             self.add_mkv(tree, mkv)
-            mkv = mkv[live]
-        return live, self.backend.launch_packed(self.plan(tree, c0, c1), tag), mkv
+        if self.flushes is not None:
+            return (tag, self._queue(tree, c0, c1, tag), c0, c1, mkv)
+        return None, self.backend.launch_packed(self.plan(tree, c0, c1), tag), c0, c1, mkv
+
+    def _queue(self, tree, c0: int, c1: int, tag: str) -> tuple:
+        """The flush of chains c0..c1-1 planned into the tag's page-locked blob and queued by compiled
+        code (mbgpu.cuda.core_flush); (root calls, root blocks)."""
+        blob, reals = self.flushes.blob(tag)
+        total, n_eig, params_at = self._plan_into(tree, c0, c1, blob, reals)
+        return self.flushes.launch(tag, self.sizes, total, n_eig, params_at)
 
     def collect(self, ticket) -> None:
         """Wait for a launched flush; its chains' log likelihoods into lnl_p."""
-        if ticket is not None:
-            live, handle, mkv = ticket
-            got = self.backend.batch_fetch(handle)
-            self.lnl_p[live] = got if mkv is None else got + mkv
+        if ticket is None:
+            return
+        tag, handle, c0, c1, mkv = ticket
+        if tag is None:
+            self.lnl_p[np.flatnonzero(self.todo[c0:c1]) + c0] = self.backend.batch_fetch(handle)
+        else:
+            self.flushes.collect(tag, *handle, self.todo, c0, c1, self.lnl_p)
+        if mkv is not None:
+            live = np.flatnonzero(self.todo[c0:c1]) + c0
+            self.lnl_p[live] += mkv[live]
 
     def evaluate(self, tree) -> None:
         """Every chain with todo != 0: its proposal's log likelihood into lnl_p (one flush, waited for)."""
@@ -72,15 +89,20 @@ class DeviceDivision(ChainRows):
     def plan(self, tree, c0: int = 0, c1: int | None = None) -> PackedFlush:
         """The packed flush of chains c0..c1-1's proposals (flips the proposals' slots)."""
         blob = self.blob
-        total, n_eig, params_at = plan_flush(
-            c0, self.todo.size if c1 is None else c1, self.todo, tree.parent_p, tree.kids_p, tree.brlen_p,
-            tree.parent, tree.brlen, self.bslot, self.mslot, self.bslot_p, self.mslot_p, self.n_tips, self.lanes,
-            self.geometry, self.evals, self.evecs, self.einv, self.crates, self.cweights, self.freqs, self.pinvar,
-            self.mult, *self.scratch, self.sizes, blob, blob.view(np.float64))
+        total, n_eig, params_at = self._plan_into(tree, c0, self.todo.size if c1 is None else c1, blob,
+                                                  blob.view(np.float64))
         sizes = self.sizes.tolist()
         reals = blob[sum(sizes):total].view(np.float64)
         params = reals[params_at:].reshape(sizes[5] // ROOT_JOB_WIDTH, self.n_states + self.n_categories + 2)
         return PackedFlush(blob[:total], sizes, sizes[0], params, int(params_at), int(n_eig), [], paired=True)
+
+    def _plan_into(self, tree, c0: int, c1: int, blob: np.ndarray, reals: np.ndarray) -> tuple:
+        """plan_flush of chains c0..c1-1 into blob (reals: its float64 view); (words, eigensystems,
+        where the root parameters start among the reals)."""
+        return plan_flush(c0, c1, self.todo, tree.parent_p, tree.kids_p, tree.brlen_p, tree.parent, tree.brlen,
+                          self.bslot, self.mslot, self.bslot_p, self.mslot_p, self.n_tips, self.lanes, self.geometry,
+                          self.evals, self.evecs, self.einv, self.crates, self.cweights, self.freqs, self.pinvar,
+                          self.mult, *self.scratch, self.sizes, blob, reals)
 
 
 def flush_capacity(n_chains: int, n_nodes: int, n_tips: int, n_states: int, n_categories: int) -> int:

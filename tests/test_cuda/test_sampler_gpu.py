@@ -13,7 +13,7 @@ from mbgpu.sampler.setup import build_runs
 
 pytestmark = pytest.mark.gpu
 
-SETUP = ("begin mrbayes; set seed=7 swapseed=8; execute {data}; {lset}\n"
+SETUP = ("begin mrbayes; set seed=7 swapseed=8; execute {data};\n {lset}\n"
          " mcmcp ngen={ngen} nruns=2 nchains=3 samplefreq=10 printfreq=1000 diagnfreq=1000 tunefreq=50; end;\n")
 CASES = {
     "primates-gtr-i-g": ("mrbayes/primates.nex", "lset nst=6 rates=invgamma;", 300),

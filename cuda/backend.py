@@ -445,6 +445,22 @@ class CudaBackend:
                 return (d_sums, n_roots, gx, (tag, out))
         return (d_sums, n_roots, gx)
 
+    def core_cubins(self) -> tuple[str, str, str]:
+        """The cubin files of the jobs, root and matrices kernels as _load_kernels loads them (cached)."""
+        from .compiler import build_cubin
+
+        arch = self.dev.arch
+        return (str(build_cubin("likelihood_partials.cu", dict(self.defines, COHERENT_LOADS=1, JOB_CHUNK=JOB_CHUNK),
+                                arch)),
+                str(build_cubin("likelihood_root.cu", dict(self.defines), arch)),
+                str(build_cubin("likelihood_matrices.cu", dict(self.defines), arch)))
+
+    def page_locked(self, n: int, dtype) -> np.ndarray:
+        """A page-locked host array of n items (asynchronous copies read and write it; inside the context)."""
+        import pycuda.driver as drv
+
+        return drv.pagelocked_empty(int(n), dtype)
+
     def core_flushes(self, capacity: int, max_roots: int):
         """The compiled core's flush path on this backend (mbgpu.cuda.core_flush.CoreFlushes): flushes of
         at most `capacity` int64 words and `max_roots` root calls, queued and collected by compiled code."""

@@ -15,9 +15,9 @@ import numpy as np
 from mbgpu.exact_sum import _fsum
 from mbgpu.jit import JIT_OPTIONS
 
-from .backend import JOB_CHUNK, ROOT_BLOCK
+from .backend import ROOT_BLOCK
 from .batch import ROOT_JOB_WIDTH, SCALE_JOB_WIDTH, SPAN_WIDTH
-from .driver_calls import DTOH, HTOD, LAUNCH, RECORD, SYNC, Driver, call1, call2, call4, driver_table, launch_kernel
+from .driver_calls import DTOH, HTOD, LAUNCH, RECORD, SYNC, Driver, call1, call2, call4, launch_kernel
 
 NEED_COMPAT = -1          # launch_planned: a root call has pinvar > 0 and the invariant-site table is not built
 # geometry (int64 array `geo`): the backend's launch shapes
@@ -33,23 +33,15 @@ class CoreFlushes:
     device pointers, and per tag (flushes in flight together) a page-locked blob and sums buffer, their
     device twins and an event."""
 
-    def __init__(self, backend, capacity: int, max_roots: int):
-        from .compiler import build_cubin
-
+    def __init__(self, backend, capacity: int, max_roots: int, driver=None):
+        """`driver`: the driver's calls (driver_calls.Driver; tests pass one that runs flushes on the host)."""
         b, spec = backend, backend.spec
         self.backend, self.capacity, self.max_roots = b, int(capacity), int(max_roots)
         self.gx_max = min(-(-spec.n_patterns // ROOT_BLOCK), 1024)
-        self.driver = Driver()
-        self.table = driver_table(self.driver.lib)
+        self.driver = Driver() if driver is None else driver
+        self.table = self.driver.table
         with b.dev:
-            cubin = {}
-            for key, name, extra in (("p", "likelihood_partials.cu", {"COHERENT_LOADS": 1,
-                                                                       "JOB_CHUNK": JOB_CHUNK}),
-                                     ("r", "likelihood_root.cu", {}), ("m", "likelihood_matrices.cu", {})):
-                cubin[key] = str(build_cubin(name, dict(b.defines, **extra), b.dev.arch))
-            self.kernels = np.array([self.driver.function(cubin["m"], "transition_matrices"),
-                                     self.driver.function(cubin["p"], "update_partials_jobs", b.jobs_shared),
-                                     self.driver.function(cubin["r"], "root_lnl", b.mat_shared)], dtype=np.int64)
+            self.kernels = core_kernels(self.driver, b)
         n_tiles = -(-spec.n_patterns // b.pattern_block)
         self.geo = np.array([b.n_sm, b.jobs_waves, b.jobs_resident, n_tiles, b.block[0], b.block[1], b.jobs_shared,
                              b.mat_shared, spec.n_patterns, spec.n_tips, spec.n_states, spec.n_categories, ROOT_BLOCK],
@@ -72,12 +64,10 @@ class CoreFlushes:
         event are made on first use. The tag's previous flush must have been collected."""
         got = self.slots.get(tag)
         if got is None:
-            import pycuda.driver as drv
-
             b = self.backend
             with b.dev:
-                blob = drv.pagelocked_empty(self.capacity, np.int64)
-                sums = drv.pagelocked_empty(2 * self.gx_max * self.max_roots, np.float64)
+                blob = b.page_locked(self.capacity, np.int64)
+                sums = b.page_locked(2 * self.gx_max * self.max_roots, np.float64)
                 got = self.slots[tag] = (blob, blob.view(np.float64), sums,
                                          int(b._work("core_batch" + tag, 8 * self.capacity)),
                                          int(b._work("core_sums" + tag, sums.nbytes)), self.driver.event())
@@ -107,6 +97,16 @@ class CoreFlushes:
         with self.backend.dev:
             status = collect_sums(self.table, event, sums, n_roots, gx, todo, c0, c1, lnl_p)
         _raise_for(status, "waiting for a flush")
+
+
+def core_kernels(driver, backend) -> np.ndarray:
+    """The matrices, jobs and root kernels of `backend` as raw handles (int64[3]): the cubins of its own
+    modules (CudaBackend.core_cubins) loaded again through `driver`, inside the backend's context."""
+    b = backend
+    jobs, root, matrices = b.core_cubins()
+    return np.array([driver.function(matrices, "transition_matrices"),
+                     driver.function(jobs, "update_partials_jobs", b.jobs_shared),
+                     driver.function(root, "root_lnl", b.mat_shared)], dtype=np.int64)
 
 
 def _raise_for(status: int, what: str) -> None:

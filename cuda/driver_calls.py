@@ -51,10 +51,12 @@ def check(result: int, what: str) -> None:
 
 class Driver:
     """The few driver calls made from Python when a compiled flush is set up: modules, functions and
-    events of the current context (pycuda exposes none of their raw handles)."""
+    events of the current context (pycuda exposes none of their raw handles); `table`, the entry points
+    compiled code calls."""
 
     def __init__(self):
         self.lib = libcuda()
+        self.table = driver_table(self.lib)
 
     def function(self, cubin_path: str, name: str, dynamic_shared: int = 0) -> int:
         """A kernel's CUfunction from a cubin loaded into the current context (the module stays loaded

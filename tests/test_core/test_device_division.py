@@ -11,6 +11,7 @@ from mbgpu.cuda.batch import unpack_flush
 from mbgpu.moves import ExtSPR, MoveContext, Multiplier
 from mbgpu.sampler.model_state import rate_multiplier, spec_with_values
 from tests.test_core.build import CYNMIX_PARTS, PRIMATES_GTR, build_chains
+from tests.test_core.host_driver import compiled_packed_choice
 from tests.test_core.packed_host import packed_choice
 from tests.test_core.test_division import _reference, _set_proposal
 
@@ -32,14 +33,18 @@ def _propose(chains, params, trees, div, j, c, rng, ctx):
     return tree, values
 
 
+@pytest.mark.parametrize("wrap", [packed_choice, compiled_packed_choice], ids=["pycuda-path", "compiled-flushes"])
 @pytest.mark.parametrize("commands", [PRIMATES_GTR, CYNMIX_PARTS], ids=["primates", "cynmix"])
-def test_packed_flushes_give_the_reference_likelihoods(tmp_path, commands):
-    chains, params, _s = build_chains(tmp_path, commands, nchains=4, wrap=packed_choice)
+def test_packed_flushes_give_the_reference_likelihoods(tmp_path, commands, wrap):
+    """compiled-flushes: queued and collected by compiled code (mbgpu.cuda.core_flush) through a driver
+    on the host (tests.test_core.host_driver) that replays what the launches describe."""
+    chains, params, _s = build_chains(tmp_path, commands, nchains=4, wrap=wrap)
     rng = np.random.default_rng(8)
     ctx = MoveContext(n_tips=chains[0].tree.n_tips)
     for j in range(len(chains[0].parts)):
         trees = T.ChainTrees([ch.tree for ch in chains])
         div = DeviceDivision(chains[0].parts[j].inc.shared, [ch.parts[j].inc for ch in chains])
+        assert (div.flushes is not None) == (wrap is compiled_packed_choice)
         div.refresh(trees)
         for step in range(10):
             proposals = [_propose(chains, params, trees, div, j, c, rng, ctx) for c in range(len(chains))]
@@ -147,3 +152,38 @@ def test_a_device_run_with_fast_tuning_writes_the_host_runs_files(tmp_path, monk
     assert _run(tmp_path / "device", monkeypatch, packed_choice, fast) == {"DeviceDivision/2"}
     for name in ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc"):
         assert (tmp_path / "host" / name).read_text() == (tmp_path / "device" / name).read_text(), name
+
+
+@pytest.mark.parametrize("lset", ["lset nst=6 rates=invgamma;", "lset nst=2 rates=gamma coding=variable;"])
+def test_compiled_flushes_run_the_same_mcmc_as_the_pycuda_path(tmp_path, monkeypatch, lset):
+    """Whole runs of the core (two groups of chains in flight, group 0 ahead, heat swaps) with flushes
+    queued by compiled code on the host driver and by the pycuda path's calls on a PackedHost: the same
+    trees and log likelihoods, bit for bit, at every sample (coding=variable: the host's share added)."""
+    import io
+
+    from mbgpu.console import Console
+    from mbgpu.interpreter import Interpreter
+    from mbgpu.likelihood.select import choose_backend
+    from mbgpu.sampler.mc3 import RunOptions
+    from tests.conftest import TEST_DATA
+    from tests.test_cuda.test_sampler_gpu import SETUP, trace_run
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.nex").write_text("#NEXUS\n" + SETUP.format(data=TEST_DATA / "primates.nex", lset=lset, ngen=60))
+    interp = Interpreter(Console(io.StringIO()))
+    interp.run_file(str(tmp_path / "s.nex"))
+    opts = RunOptions.from_settings(interp.settings.mcmc)
+    choice = choose_backend(interp.settings.options, Console(io.StringIO()), cpu="numpy", cuda_present=lambda: False)
+    made, init = [], DeviceDivision.__init__
+
+    def noted(self, *a):
+        init(self, *a)
+        made.append(self.flushes is not None)
+
+    monkeypatch.setattr(DeviceDivision, "__init__", noted)
+    compiled = trace_run(interp.settings, compiled_packed_choice(choice), opts)
+    pycuda = trace_run(interp.settings, packed_choice(choice), opts)
+    assert made == [True, False] and len(compiled) == 7
+    for row_a, row_b in zip(compiled, pycuda):
+        for (pa, ba, la), (pb, bb, lb) in zip(row_a, row_b):
+            assert np.array_equal(pa, pb) and np.array_equal(ba, bb) and la == lb

@@ -50,6 +50,7 @@ class CoreFlushes:
         self.vals = np.zeros(16, dtype=np.int64)                    # one kernel's arguments, 8 bytes each
         self.argp = self.vals.ctypes.data + 8 * np.arange(16, dtype=np.int64)   # cuLaunchKernel's void**
         self.slots: dict[str, tuple] = {}
+        self._block = None
         self.refresh()
 
     def refresh(self) -> None:
@@ -72,6 +73,34 @@ class CoreFlushes:
                                          int(b._work("core_batch" + tag, 8 * self.capacity)),
                                          int(b._work("core_sums" + tag, sums.nbytes)), self.driver.event())
         return got[0], got[1]
+
+    def block_args(self, lnl_p: np.ndarray) -> tuple:
+        """What a compiled block of generations (mbgpu.core.device_block) queues and collects with: two
+        groups' page-locked blobs (int64 and float64 views) and sums, their device twins and events, the
+        driver table, kernels, shapes, pointers, argument slots, lnl_p, and each group's (root calls, root
+        blocks) in flight. Made once (inside the context); the per-generation tags keep their own."""
+        if self._block is None:
+            b, n_sums = self.backend, 2 * self.gx_max * self.max_roots
+            with b.dev:
+                blobs = b.page_locked(2 * self.capacity, np.int64).reshape(2, self.capacity)
+                sums = b.page_locked(2 * n_sums, np.float64).reshape(2, n_sums)
+                d_blob = np.array([int(b._work("core_block%d" % g, 8 * self.capacity)) for g in (0, 1)], dtype=np.int64)
+                d_sums = np.array([int(b._work("core_block_sums%d" % g, 8 * n_sums)) for g in (0, 1)], dtype=np.int64)
+                events = np.array([self.driver.event(), self.driver.event()], dtype=np.int64)
+            self._block = (blobs, blobs.view(np.float64), sums, d_blob, d_sums, events)
+        return self._block + (self.table, self.kernels, self.geo, self.ptrs, self.vals, self.argp, lnl_p,
+                              np.zeros((2, 2), dtype=np.int64))
+
+    def ready_for_block(self, invariant_sites: bool) -> None:
+        """Before a compiled block (which cannot call back into Python): the tips uploaded and, when some
+        chain has pinvar > 0 (`invariant_sites`), the invariant-site table built; the pointers refreshed."""
+        b = self.backend
+        with b.dev:
+            if b._tips_dirty:
+                b._sync_tips()
+            if invariant_sites and not b._compat_ready:
+                b._invariant_site_table()
+            self.refresh()
 
     def launch(self, tag: str, sizes: np.ndarray, total: int, n_eig: int, params_at: int) -> tuple:
         """Queue the flush planned into tag's blob; (n_roots, gx) for collect."""

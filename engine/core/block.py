@@ -114,10 +114,7 @@ class BlockRunner:
                      core.layout.off, core.n_tips, core.lo, core.hi, core.anchor) + core.cons
         self.pars = core.pars[0][:-1] + (np.ones(1, dtype=np.uint64),)   # ParsSPR's Fitch pass on one thread
         self.tail = (core.move_of, core.log_h, core.moved, core.todo, core.div_tree)
-        self.evals = [(t.parent_p, t.kids_p, t.brlen_p, t.parent, t.brlen, d.bslot, d.mslot, d.bslot_p, d.mslot_p,
-                       d.n_tips) + r + (d.partials, d.tip_x, d.matrices, d.scale, d.scaled, d.weights, d.compat,
-                                        d.lnl_p) + tuple(d.scratch) for d, r in zip(ds, rows)]
-        self.eval = typed_list(tuple(self.evals))
+        self.likelihood_args(core, rows)
         self.keep = typed_list(tuple((d.bslot, d.mslot, d.bslot_p, d.mslot_p, d.lnl, d.lnl_p) + r
                                      for d, r in zip(ds, rows)))
         self.unobserved = np.array([float(d.unobserved_weight) for d in ds])
@@ -126,6 +123,14 @@ class BlockRunner:
                        core.accepted, core.log_h, self.unobserved, self.need)
         self.n_chains = len(runs) * nchains
         self.failed = np.zeros(self.n_chains, dtype=np.int64)
+
+    def likelihood_args(self, core, rows) -> None:
+        """What the compiled generation evaluates the pattern sets with: each set's host buffers."""
+        t, ds = core.trees, core.divisions
+        self.evals = [(t.parent_p, t.kids_p, t.brlen_p, t.parent, t.brlen, d.bslot, d.mslot, d.bslot_p, d.mslot_p,
+                       d.n_tips) + r + (d.partials, d.tip_x, d.matrices, d.scale, d.scaled, d.weights, d.compat,
+                                        d.lnl_p) + tuple(d.scratch) for d, r in zip(ds, rows)]
+        self.eval = typed_list(tuple(self.evals))
 
     @staticmethod
     def for_mc3(mc3):
@@ -140,13 +145,18 @@ class BlockRunner:
         if held is None:
             return None
         core = held[0]
-        if core.n_trees != 1 or core.groups != 1 or not core.priors.ok:
+        if core.n_trees != 1 or not core.priors.ok or any(sm is None for sm in core.set_models):
             return False
-        if any(type(d) is not DivisionArrays or d.sum_each is not None for d in core.divisions) \
-                or any(sm is None for sm in core.set_models):
+        from mbgpu.core.device_block import DeviceBlockRunner
+
+        if DeviceBlockRunner.takes(core):
+            runner = DeviceBlockRunner
+        elif core.groups == 1 and all(type(d) is DivisionArrays and d.sum_each is None for d in core.divisions):
+            runner = BlockRunner
+        else:
             return False
         try:
-            return BlockRunner(core, runs, mc3.opts.nchains)
+            return runner(core, runs, mc3.opts.nchains)
         except numba.core.errors.TypingError:           # pattern sets of different array types
             return False
 
@@ -169,17 +179,21 @@ class BlockRunner:
                    core.decide_args(heats, o.tunefreq, o.autotune, power),
                    (ranks, float(o.temp), int(o.nswaps), tried, sw_acc, core.lnl, core.lnpr, power)
                    + core.heat_stats(), o)
-        workers = min(numba.get_num_threads(), self.n_chains)
-        if workers > 1 and core.ck.relaxed != CPP:       # CPP rows may widen between generations: one thread
-            self._handoff(job, workers)
-        else:
-            self._serial(job)
+        self.generations(job)
         for r, row in zip(held, ranks.tolist()):
             mc3.ranks[r][:] = row
         for r, t, a in zip(held, tried.tolist(), sw_acc.tolist()):
             mc3.swaps[r].tried, mc3.swaps[r].accepted = t, a
         core.publish()
         return last
+
+    def generations(self, job) -> None:
+        """The block's generations: on numba's threads with chains handed between them, or on this one."""
+        workers = min(numba.get_num_threads(), self.n_chains)
+        if workers > 1 and self.core.ck.relaxed != CPP:       # CPP rows may widen between generations: one thread
+            self._handoff(job, workers)
+        else:
+            self._serial(job)
 
     def _finish_on_host(self, job, c: int) -> None:
         """Chain c's generation, proposed and planned in compiled code, with its model built on the host."""

@@ -100,13 +100,23 @@ def chain_propose(c, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, n
     mbgpu.core.handoff take no nested tuples); ck, cpars, brl_p: its clock rows, ParsSPRClock's data and
     the clock log priors (mbgpu.core.step.propose_one). Per pattern set j (typed lists, which those threads
     take): sm[j] its model's description, rows[j] its model rows, eval_args[j] its evaluation arrays."""
+    if propose_and_plan(c, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, shared) != DONE:
+        return HOST_MODEL
+    rng, rng_out, todo, moved, off, theta_p, pterm_new, accepted, log_h, unobserved, need = shared
+    evaluate_divisions(c, todo, unobserved, eval_args)
+    return DONE
+
+
+@numba.njit(**JIT_OPTIONS)
+def propose_and_plan(c, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, shared):
+    """Chain c proposes and, for a live parameter proposal, its prior term and models are planned
+    (chain_propose without the evaluation): DONE, or HOST_MODEL (a model must come from the host)."""
     rng, rng_out, todo, moved, off, theta_p, pterm_new, accepted, log_h, unobserved, need = shared
     todo[:, c] = 0
     propose_one(c, *head, (pars,), *tail, ck, cpars, brl_p)
     if moved[c] >= 0 and log_h[c] != -math.inf:
         if not plan_chain(c, theta_p, moved, off, pri, sm, rows, touch, new_q, pterm_new, todo, need):
             return HOST_MODEL
-    evaluate_divisions(c, todo, unobserved, eval_args)
     return DONE
 
 

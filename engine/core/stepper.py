@@ -216,6 +216,17 @@ class CoreStepper:
         self.rng[:c1] = self.rng_out[:c1]
         return self._start(0, c1, 0)
 
+    def drop_ahead(self) -> None:
+        """Group 0's next generation, proposed and launched ahead by `step`, undone (before a compiled block,
+        which proposes it again): its flushes waited for, its streams back at their last decision."""
+        if self.ahead is None:
+            return
+        tickets, self.ahead, self.ahead_stale = self.ahead, None, False
+        for d, ticket in zip(self.divisions, tickets):
+            d.collect(ticket)
+        c1 = len(self.chains) // self.groups
+        self.rng[:c1] = self.rng_out[:c1]
+
     def heat_stats(self) -> tuple:
         """The rows that go with a chain's heat (chain_generation.exchange_stats): move counters, last
         rates, tuning, tree-move batches, best lnL."""

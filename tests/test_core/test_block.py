@@ -145,9 +145,10 @@ def test_models_left_to_the_host_give_the_files_of_single_generations(tmp_path, 
         for module, name in ((block, "run_block"), (handoff, "run_handoff"), (handoff, "_worker"),
                              (handoff, "_look")):
             monkeypatch.setattr(module, name, getattr(module, name).py_func)
-        py = {name: getattr(generation, name).py_func for name in ("chain_generation", "chain_propose")}
+        py = {name: getattr(generation, name).py_func for name in ("chain_generation", "chain_propose",
+                                                                    "propose_and_plan")}
         for module, name in ((block, "chain_generation"), (generation, "chain_propose"),
-                             (handoff, "chain_propose")):
+                             (handoff, "chain_propose"), (generation, "propose_and_plan")):
             monkeypatch.setattr(module, name, py[name])
         return _run(folder, monkeypatch, blocks, BLOCK.replace("ngen=300", "ngen=120"), threads)
 

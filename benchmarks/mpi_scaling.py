@@ -9,7 +9,7 @@ window began at the layout table, before the ranks built their chains: multi-ran
 
     python3 benchmarks/mpi_scaling.py [--ranks 1,2,4,8] [--ngen 400] [--backend gpu|cpu] [--scale 1.0]
                                       [--case dna|protein] [--nruns 2] [--nchains 4] [--split]
-                                      [--profile DIR] [--flushes compiled|pycuda]
+                                      [--profile DIR] [--flushes compiled|pycuda|blocks]
 
 --split runs every rank count N with `set sitesplit=N` (one group: each rank holds 1/N of the patterns of
 every chain), the issue's case (b); without it the chains are spread over the ranks.
@@ -59,19 +59,20 @@ PROFILED = ("import cProfile, os, runpy, sys; rank = os.environ.get('OMPI_COMM_W
             "cProfile.run('runpy.run_module(\"mbgpu.mpi\", run_name=\"__main__\")', sys.argv_out % rank)")
 
 
-PYCUDA_FLUSHES = ("import runpy, sys; from mbgpu.core.device_division import DeviceDivision; "
-                  "DeviceDivision.compiled_flushes = False; sys.argv = ['mbgpu.mpi'] + sys.argv[1:]; "
-                  "runpy.run_module('mbgpu.mpi', run_name='__main__')")
+SETTINGS = {"pycuda": "from mbgpu.core.device_division import DeviceDivision; DeviceDivision.compiled_flushes = False",
+            "blocks": "from mbgpu.core.device_block import DeviceBlockRunner; DeviceBlockRunner.enabled = True"}
 
 
 def rank_command(backend: str, profile: str | None, flushes: str = "compiled") -> list[str]:
     """One rank's command; with `profile` a cProfile of each rank written to profile % rank; flushes
-    'pycuda': the core's GPU flushes through pycuda's calls (DeviceDivision.compiled_flushes off)."""
+    'pycuda': the core's GPU flushes through pycuda's calls (DeviceDivision.compiled_flushes off),
+    'blocks': compiled flushes in compiled blocks of generations (DeviceBlockRunner.enabled on)."""
     args = ["--backend=%s" % backend, "run.nex"]
     if profile is not None:
         return [sys.executable, "-c", PROFILED.replace("sys.argv_out", repr(profile)), profile] + args
-    if flushes == "pycuda":
-        return [sys.executable, "-c", PYCUDA_FLUSHES] + args
+    if flushes in SETTINGS:
+        return [sys.executable, "-c", "import runpy, sys; %s; sys.argv = ['mbgpu.mpi'] + sys.argv[1:]; "
+                "runpy.run_module('mbgpu.mpi', run_name='__main__')" % SETTINGS[flushes]] + args
     return [sys.executable, "-m", "mbgpu.mpi"] + args
 
 
@@ -118,8 +119,9 @@ def main(argv=None) -> int:
     ap.add_argument("--extra", default="", help="commands before mcmc, e.g. 'propset ParsSPR(Tau,V)$prob=0;'")
     ap.add_argument("--split", action="store_true", help="N ranks split the patterns N ways (set sitesplit=N)")
     ap.add_argument("--profile", metavar="DIR", help="cProfile every rank into DIR/npN.rankR.prof")
-    ap.add_argument("--flushes", default="compiled", choices=("compiled", "pycuda"),
-                    help="the core's GPU flushes queued by compiled code (default) or through pycuda's calls")
+    ap.add_argument("--flushes", default="compiled", choices=("compiled", "pycuda", "blocks"),
+                    help="the core's GPU flushes queued by compiled code (default), through pycuda's calls, or "
+                         "by compiled code in compiled blocks of generations (DeviceBlockRunner.enabled)")
     args = ap.parse_args(argv)
     case = CASES[args.case]
     folder = tempfile.mkdtemp(prefix="mpi_scaling_")

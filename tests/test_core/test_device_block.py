@@ -1,7 +1,8 @@
 """Compiled blocks of generations on a GPU process (mbgpu.core.device_block), run without a GPU: the
 pattern sets sit on a CUDA backend stand-in whose compiled flushes a host driver replays
 (tests.test_core.host_driver). Blocks must write the files and screen of single generations (the
-per-generation path with its groups, group 0 proposed ahead and proposed again after swaps)."""
+per-generation path with its groups, group 0 proposed ahead and proposed again after swaps). Device
+blocks are off until run on a GPU (DeviceBlockRunner.enabled); these tests turn them on."""
 import io
 import re
 
@@ -38,6 +39,7 @@ def _run(folder, monkeypatch, blocks: bool, text: str):
     monkeypatch.setattr(select, "_gpu_factory", lambda precision, device=None, asynchronous=False:
                         lambda spec: CompiledPackedHost(NumpyBackend(spec)))
     monkeypatch.setattr(MC3, "compiled_blocks", blocks)
+    monkeypatch.setattr(device_block.DeviceBlockRunner, "enabled", True)
     in_blocks, run = [], device_block.DeviceBlockRunner.run
 
     def counted(self, mc3, first, last):

@@ -92,6 +92,7 @@ def test_compiled_flushes_give_pycuda_paths_bits(case, shared_data, tmp_path, mo
     import io
 
     from mbgpu.console import Console
+    from mbgpu.core.device_block import DeviceBlockRunner
     from mbgpu.core.device_division import DeviceDivision
     from mbgpu.cuda.backend import backend_factory
     from mbgpu.interpreter import Interpreter
@@ -104,6 +105,7 @@ def test_compiled_flushes_give_pycuda_paths_bits(case, shared_data, tmp_path, mo
     interp = Interpreter(Console(io.StringIO()))
     interp.run_file(str(tmp_path / "s.nex"))
     opts = RunOptions.from_settings(interp.settings.mcmc)
+    monkeypatch.setattr(DeviceBlockRunner, "enabled", True)        # device blocks on the GPU as well
     made, init = [], DeviceDivision.__init__
 
     def noted(self, *a):

@@ -29,12 +29,17 @@ def _settings(tmp_path, shared_data, case):
     return interp.settings, RunOptions.from_settings(interp.settings.mcmc), ngen
 
 
+@pytest.mark.parametrize("blocks", [False, True], ids=["generations", "device-blocks"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_core_on_the_gpu_matches_the_core_on_the_host(case, shared_data, tmp_path, monkeypatch):
+def test_core_on_the_gpu_matches_the_core_on_the_host(case, blocks, shared_data, tmp_path, monkeypatch):
+    """device-blocks: the GPU's generations in compiled blocks (mbgpu.core.device_block, off by default
+    until this passes on a GPU)."""
     import mbgpu.core.stepper as stepper
+    from mbgpu.core.device_block import DeviceBlockRunner
     from mbgpu.cuda.backend import backend_factory
     from mbgpu.likelihood.compiled_backend import CompiledBackend
 
+    monkeypatch.setattr(DeviceBlockRunner, "enabled", blocks)
     monkeypatch.chdir(tmp_path)
     settings, opts, ngen = _settings(tmp_path, shared_data, case)
     kinds, init = set(), stepper.CoreStepper.__init__

@@ -9,7 +9,7 @@ window began at the layout table, before the ranks built their chains: multi-ran
 
     python3 benchmarks/mpi_scaling.py [--ranks 1,2,4,8] [--ngen 400] [--backend gpu|cpu] [--scale 1.0]
                                       [--case dna|protein] [--nruns 2] [--nchains 4] [--split]
-                                      [--profile DIR] [--flushes compiled|pycuda|blocks]
+                                      [--profile DIR] [--flushes blocks|compiled|pycuda]
 
 --split runs every rank count N with `set sitesplit=N` (one group: each rank holds 1/N of the patterns of
 every chain), the issue's case (b); without it the chains are spread over the ranks.
@@ -60,13 +60,14 @@ PROFILED = ("import cProfile, os, runpy, sys; rank = os.environ.get('OMPI_COMM_W
 
 
 SETTINGS = {"pycuda": "from mbgpu.core.device_division import DeviceDivision; DeviceDivision.compiled_flushes = False",
-            "blocks": "from mbgpu.core.device_block import DeviceBlockRunner; DeviceBlockRunner.enabled = True"}
+            "compiled": "from mbgpu.core.device_block import DeviceBlockRunner; DeviceBlockRunner.enabled = False"}
 
 
-def rank_command(backend: str, profile: str | None, flushes: str = "compiled") -> list[str]:
+def rank_command(backend: str, profile: str | None, flushes: str = "blocks") -> list[str]:
     """One rank's command; with `profile` a cProfile of each rank written to profile % rank; flushes
-    'pycuda': the core's GPU flushes through pycuda's calls (DeviceDivision.compiled_flushes off),
-    'blocks': compiled flushes in compiled blocks of generations (DeviceBlockRunner.enabled on)."""
+    'blocks' (the product's): compiled blocks of generations, 'compiled': generation by generation with
+    compiled flushes (DeviceBlockRunner.enabled off), 'pycuda': generation by generation, the flushes
+    through pycuda's calls (DeviceDivision.compiled_flushes off)."""
     args = ["--backend=%s" % backend, "run.nex"]
     if profile is not None:
         return [sys.executable, "-c", PROFILED.replace("sys.argv_out", repr(profile)), profile] + args
@@ -77,7 +78,7 @@ def rank_command(backend: str, profile: str | None, flushes: str = "compiled") -
 
 
 def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str, runs: tuple = (2, 4, ""),
-              profile: str | None = None, flushes: str = "compiled") -> dict:
+              profile: str | None = None, flushes: str = "blocks") -> dict:
     work = os.path.join(folder, "np%d" % n)
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "run.nex"), "w", encoding="ascii") as f:
@@ -119,9 +120,9 @@ def main(argv=None) -> int:
     ap.add_argument("--extra", default="", help="commands before mcmc, e.g. 'propset ParsSPR(Tau,V)$prob=0;'")
     ap.add_argument("--split", action="store_true", help="N ranks split the patterns N ways (set sitesplit=N)")
     ap.add_argument("--profile", metavar="DIR", help="cProfile every rank into DIR/npN.rankR.prof")
-    ap.add_argument("--flushes", default="compiled", choices=("compiled", "pycuda", "blocks"),
-                    help="the core's GPU flushes queued by compiled code (default), through pycuda's calls, or "
-                         "by compiled code in compiled blocks of generations (DeviceBlockRunner.enabled)")
+    ap.add_argument("--flushes", default="blocks", choices=("blocks", "compiled", "pycuda"),
+                    help="GPU ranks run compiled blocks of generations (default), or generation by generation "
+                         "with compiled flushes, or with pycuda's calls")
     args = ap.parse_args(argv)
     case = CASES[args.case]
     folder = tempfile.mkdtemp(prefix="mpi_scaling_")

@@ -91,14 +91,14 @@ class CoreFlushes:
         return self._block + (self.table, self.kernels, self.geo, self.ptrs, self.vals, self.argp, lnl_p,
                               np.zeros((2, 2), dtype=np.int64))
 
-    def ready_for_block(self, invariant_sites: bool) -> None:
-        """Before a compiled block (which cannot call back into Python): the tips uploaded and, when some
-        chain has pinvar > 0 (`invariant_sites`), the invariant-site table built; the pointers refreshed."""
+    def ready_for_block(self) -> None:
+        """Before a compiled block (which cannot call back into Python): the tips uploaded, the invariant-site
+        table built (a block may move a chain's pinvar from 0), the pointers refreshed."""
         b = self.backend
         with b.dev:
             if b._tips_dirty:
                 b._sync_tips()
-            if invariant_sites and not b._compat_ready:
+            if not b._compat_ready:
                 b._invariant_site_table()
             self.refresh()
 

@@ -104,6 +104,24 @@ def _finish(grp, c0, c1, ck, dec_args, keep_rows, shared, plans, flushes, failed
 
 
 @numba.njit(**JIT_OPTIONS)
+def _drop(grp, bounds, plans, flushes, rng, rng_out):
+    """Group grp's generation in flight undone: its flushes waited for, its streams back at their last
+    decision. 0 or a CUresult."""
+    got = _collect(grp, bounds[grp], bounds[grp + 1], plans, flushes)
+    _rewind(bounds[grp], bounds[grp + 1], rng, rng_out)
+    return got
+
+
+@numba.njit(**JIT_OPTIONS)
+def _start_ahead(bounds, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, shared, plans, flushes):
+    """Group 0's next generation proposed and queued early: (in flight, its model must come from the host,
+    0 or a CUresult)."""
+    got = _start(0, bounds[0], bounds[1], head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch, new_q, shared,
+                 plans, flushes)
+    return got == DONE, got == HOST_MODEL, -got if got < 0 else 0
+
+
+@numba.njit(**JIT_OPTIONS)
 def swap_runs(draws, ranks, temp, nswaps, tried, accepted, lnl, lnpr, power, counts, last_rate, tuning, tree_batches,
               best, c_ahead):
     """core.block.swap_heats for every run; whether an accepted swap exchanged the statistics of a chain
@@ -149,37 +167,34 @@ def run_device_block(n_gen, first_gen, swapfreq, row0, draws, bounds, head, pars
             got = _start(grp, bounds[grp], bounds[grp + 1], head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch,
                          new_q, shared, plans, flushes)
             if got != DONE:
+                err = -got if got < 0 else 0
                 for before in range(grp):            # undo the generation: earlier groups are in flight
-                    _collect(before, bounds[before], bounds[before + 1], plans, flushes)
-                    _rewind(bounds[before], bounds[before + 1], rng, rng_out)
-                if got == HOST_MODEL:
-                    return HOST_MODEL, g
-                failed[0] = -got
-                return DRIVER, g
+                    dropped = _drop(before, bounds, plans, flushes, rng, rng_out)
+                    err = dropped if err == 0 else err
+                if err != 0:
+                    failed[0] = err
+                    return DRIVER, g
+                return HOST_MODEL, g
         ahead, stop = False, False
         for grp in range(k):
             got = _finish(grp, bounds[grp], bounds[grp + 1], ck, dec_args, keep_rows, shared, plans, flushes, failed)
             if got != DONE:
                 return got, g
             if grp == 0 and k > 1 and g + 1 < n_gen:  # group 0's next generation, while group 1 is computed
-                got = _start(0, bounds[0], bounds[1], head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch,
-                             new_q, shared, plans, flushes)
-                ahead = got == DONE
-                stop = got == HOST_MODEL
-                if got < 0:
-                    failed[0] = -got
+                ahead, stop, err = _start_ahead(bounds, head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch,
+                                                new_q, shared, plans, flushes)
+                if err != 0:
+                    failed[0] = err
                     return DRIVER, g
         if gen % swapfreq == 0 and ranks.shape[1] > 1:
             c_ahead = bounds[1] if ahead else 0
             if swap_runs(draws[gen // swapfreq - row0], *swap_args, c_ahead):
-                _collect(0, bounds[0], bounds[1], plans, flushes)      # made with the old tuning: again
-                _rewind(bounds[0], bounds[1], rng, rng_out)
-                got = _start(0, bounds[0], bounds[1], head, pars, ck, cpars, brl_p, tail, pri, sm, rows, touch,
-                             new_q, shared, plans, flushes)
-                ahead = got == DONE
-                stop = got == HOST_MODEL
-                if got < 0:
-                    failed[0] = -got
+                err = _drop(0, bounds, plans, flushes, rng, rng_out)     # made with the old tuning: again
+                if err == 0:
+                    ahead, stop, err = _start_ahead(bounds, head, pars, ck, cpars, brl_p, tail, pri, sm, rows,
+                                                    touch, new_q, shared, plans, flushes)
+                if err != 0:
+                    failed[0] = err
                     return DRIVER, g + 1
             _heats(ranks, temp, heats)
         if stop:
@@ -191,10 +206,9 @@ class DeviceBlockRunner(BlockRunner):
     """core.block.BlockRunner for chains whose pattern sets are all on a CUDA device with compiled flushes:
     run_device_block in place of run_block, one thread (ParsSPR's Fitch pass on its own threads)."""
 
-    # Off until run on a GPU: written and tested on the host driver only (session 50, no device time
-    # left). Turn on once tests/test_cuda/test_core_flush.py and tests/test_core/test_device_gpu.py pass
-    # on a GPU with it on, and benchmarks/mpi_scaling.py's files are the same (docs/performance.md).
-    enabled = False
+    # On since session 51 (run on one H200 and two: the GPU tests and mpi_scaling's files, docs/performance.md);
+    # a class setting so benchmarks and tests can compare with the per-generation path.
+    enabled = True
 
     @classmethod
     def takes(cls, core) -> bool:
@@ -227,7 +241,7 @@ class DeviceBlockRunner(BlockRunner):
         core, o = self.core, job.opts
         core.drop_ahead()
         for d in core.divisions:
-            d.flushes.ready_for_block(bool((d.pinvar > 0).any()))
+            d.flushes.ready_for_block()
         pri, sm, rows, touch, new_q = self.plan
         ranks, n_runs, gen = job.swap[0], job.swap[0].shape[0], job.first
         with core.divisions[0].backend.dev:

@@ -210,21 +210,22 @@ class CoreStepper:
         tickets, self.ahead = self.ahead, None
         if not self.ahead_stale:
             return tickets
-        self.ahead_stale = False
-        for d, ticket in zip(self.divisions, tickets):
-            d.collect(ticket)
-        self.rng[:c1] = self.rng_out[:c1]
+        self._undo_ahead(tickets, c1)
         return self._start(0, c1, 0)
 
     def drop_ahead(self) -> None:
         """Group 0's next generation, proposed and launched ahead by `step`, undone (before a compiled block,
-        which proposes it again): its flushes waited for, its streams back at their last decision."""
-        if self.ahead is None:
-            return
-        tickets, self.ahead, self.ahead_stale = self.ahead, None, False
+        which proposes it again)."""
+        if self.ahead is not None:
+            tickets, self.ahead = self.ahead, None
+            self._undo_ahead(tickets, len(self.chains) // self.groups)
+
+    def _undo_ahead(self, tickets: list, c1: int) -> None:
+        """A proposal of chains 0..c1-1 made ahead, undone: its flushes waited for, its streams back at their
+        last decision."""
+        self.ahead_stale = False
         for d, ticket in zip(self.divisions, tickets):
             d.collect(ticket)
-        c1 = len(self.chains) // self.groups
         self.rng[:c1] = self.rng_out[:c1]
 
     def heat_stats(self) -> tuple:

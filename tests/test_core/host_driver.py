@@ -89,12 +89,17 @@ class CompiledPackedHost(PackedHost):
     def __init__(self, inner):
         super().__init__(inner)
         self.__dict__.update(dev=contextlib.nullcontext(), n_sm=4, jobs_waves=1, jobs_resident=2, pattern_block=32,
-                             block=(32, 4, 1), jobs_shared=0, mat_shared=0, _tips_dirty=False, _compat_ready=True,
+                             block=(32, 4, 1), jobs_shared=0, mat_shared=0, _tips_dirty=False, _compat_ready=False,
                              d_compat=8, d_partials=1, d_tip_states=3, d_tip_index=4, d_matrices=5, d_scale=6,
                              d_weights=7, memory={}, driver=None, flushes_made=0)
 
     def _tip_partials_ptr(self) -> int:
         return 2
+
+    def _invariant_site_table(self) -> int:
+        """Built on demand, as CudaBackend's: until then the flushes see no table (pointer 0)."""
+        self._compat_ready = True
+        return self.d_compat
 
     def _work(self, name: str, nbytes: int) -> int:
         buf = self.memory.get(name)

@@ -1,8 +1,9 @@
 """Compiled blocks of generations on a GPU process (mbgpu.core.device_block), run without a GPU: the
 pattern sets sit on a CUDA backend stand-in whose compiled flushes a host driver replays
 (tests.test_core.host_driver). Blocks must write the files and screen of single generations (the
-per-generation path with its groups, group 0 proposed ahead and proposed again after swaps). Device
-blocks are off until run on a GPU (DeviceBlockRunner.enabled); these tests turn them on."""
+per-generation path with its groups, group 0 proposed ahead and proposed again after swaps). The
+backend starts without the invariant-site table, as CudaBackend does (a block must build it: a GPU run
+found it missing when a chain's pinvar left 0)."""
 import io
 import re
 

@@ -32,8 +32,8 @@ def _settings(tmp_path, shared_data, case):
 @pytest.mark.parametrize("blocks", [False, True], ids=["generations", "device-blocks"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_core_on_the_gpu_matches_the_core_on_the_host(case, blocks, shared_data, tmp_path, monkeypatch):
-    """device-blocks: the GPU's generations in compiled blocks (mbgpu.core.device_block, off by default
-    until this passes on a GPU)."""
+    """device-blocks: the GPU's generations in compiled blocks (mbgpu.core.device_block, the default);
+    generations: one at a time (CoreStepper.step)."""
     import mbgpu.core.stepper as stepper
     from mbgpu.core.device_block import DeviceBlockRunner
     from mbgpu.cuda.backend import backend_factory

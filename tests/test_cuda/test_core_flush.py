@@ -105,7 +105,7 @@ def test_compiled_flushes_give_pycuda_paths_bits(case, shared_data, tmp_path, mo
     interp = Interpreter(Console(io.StringIO()))
     interp.run_file(str(tmp_path / "s.nex"))
     opts = RunOptions.from_settings(interp.settings.mcmc)
-    monkeypatch.setattr(DeviceBlockRunner, "enabled", True)        # device blocks on the GPU as well
+    monkeypatch.setattr(DeviceBlockRunner, "enabled", True)        # device blocks on the GPU (the default)
     made, init = [], DeviceDivision.__init__
 
     def noted(self, *a):

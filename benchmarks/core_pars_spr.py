@@ -60,14 +60,14 @@ def time_proposals(st, threads: int, calls: int) -> tuple[float, float, float]:
 
     n = pars_threads(threads)              # as CoreStepper._propose holds numba's count
     numba.set_num_threads(n)
-    pars = st.pars[:-1] + (np.array([n], dtype=np.uint64),)
+    pars = st.pars[0][:-1] + (np.array([n], dtype=np.uint64),)     # the first tree's data
     t, n_tips = st.trees, st.n_tips
     s = st.rng[0].copy()
     times = []
     for _ in range(calls):
         p, k, b = t.parent[0].copy(), t.kids[0].copy(), t.brlen[0].copy()
         t0 = time.perf_counter()
-        pars_spr(p, k, b, n_tips, s, PARS_SPR_TUNING, st.lo, st.hi, st.anchor, *pars)
+        pars_spr(p, k, b, n_tips, s, PARS_SPR_TUNING, st.lo[0], st.hi[0], st.anchor, *pars)
         times.append(time.perf_counter() - t0)
     u = n_tips + 3
     sub = int(np.flatnonzero(t.parent[0] == u)[0])

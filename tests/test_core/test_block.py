@@ -30,22 +30,22 @@ class Chain:
         self.lnl, self.lnpr = lnl, lnpr
 
 
-def _run(folder, monkeypatch, blocks: bool, text=BLOCK, threads=1):
+def _run(folder, monkeypatch, blocks: bool, text=BLOCK, threads=1, runner=block.BlockRunner):
     """Run `text` in `folder` on `threads` numba threads, in compiled blocks or not; the screen (times
-    blanked) and the generations run in blocks. (Blocks are sized by time; a first block that compiles
-    is slow, the next ones are not.)"""
+    blanked) and the generations that `runner` (the class, subclasses included) ran in blocks. (Blocks
+    are sized by time; a first block that compiles is slow, the next ones are not.)"""
     folder.mkdir(exist_ok=True)
     monkeypatch.chdir(folder)
     (folder / "run.nex").write_text(text)
     monkeypatch.setattr(MC3, "compiled_blocks", blocks)
-    in_blocks, run = [], block.BlockRunner.run
+    in_blocks, run = [], runner.run
 
     def counted(self, mc3, first, last):
         done = run(self, mc3, first, last)
         in_blocks.append(done - first + 1)
         return done
 
-    monkeypatch.setattr(block.BlockRunner, "run", counted)
+    monkeypatch.setattr(runner, "run", counted)
     before = numba.get_num_threads()
     numba.set_num_threads(threads)
     out = io.StringIO()

@@ -4,18 +4,12 @@ pattern sets sit on a CUDA backend stand-in whose compiled flushes a host driver
 per-generation path with its groups, group 0 proposed ahead and proposed again after swaps). The
 backend starts without the invariant-site table, as CudaBackend does (a block must build it: a GPU run
 found it missing when a chain's pinvar left 0)."""
-import io
-import re
-
 import pytest
 
-from mbgpu.console import Console
 from mbgpu.core import device_block
-from mbgpu.interpreter import Interpreter
 from mbgpu.likelihood.numpy_backend import NumpyBackend
-from mbgpu.sampler.mc3 import MC3
 from tests.conftest import TEST_DATA
-from tests.test_core.test_block import CLOCK
+from tests.test_core.test_block import CLOCK, _run as run_text
 from tests.test_core.host_driver import CompiledPackedHost
 
 FILES = ("r.run1.p", "r.run2.p", "r.run1.t", "r.run2.t", "r.mcmc")
@@ -29,32 +23,15 @@ CYNMIX = ("#NEXUS\nbegin mrbayes; set seed=4 swapseed=5 backend=gpu;\nexecute %s
 
 
 def _run(folder, monkeypatch, blocks: bool, text: str):
-    """Run `text` in `folder` on the host-driven CUDA stand-in, in compiled blocks or not: the screen
-    (times blanked) and the generations that device blocks ran."""
+    """test_block's run of `text` in `folder` on the host-driven CUDA stand-in, in compiled blocks or
+    not: the screen (times blanked) and the generations that device blocks ran."""
     import mbgpu.likelihood.select as select
 
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    (folder / "run.nex").write_text(text)
     monkeypatch.setattr(select, "_cuda_available", lambda: True)
     monkeypatch.setattr(select, "_gpu_factory", lambda precision, device=None, asynchronous=False:
                         lambda spec: CompiledPackedHost(NumpyBackend(spec)))
-    monkeypatch.setattr(MC3, "compiled_blocks", blocks)
     monkeypatch.setattr(device_block.DeviceBlockRunner, "enabled", True)
-    in_blocks, run = [], device_block.DeviceBlockRunner.run
-
-    def counted(self, mc3, first, last):
-        done = run(self, mc3, first, last)
-        in_blocks.append(done - first + 1)
-        return done
-
-    monkeypatch.setattr(device_block.DeviceBlockRunner, "run", counted)
-    out = io.StringIO()
-    try:
-        Interpreter(Console(out)).run_file(str(folder / "run.nex"))
-    finally:
-        monkeypatch.undo()
-    return re.sub(r"\d+:\d\d:\d\d|Analysis (completed in|used) .*", "T", out.getvalue()), sum(in_blocks)
+    return run_text(folder, monkeypatch, blocks, text, runner=device_block.DeviceBlockRunner)
 
 
 def _text(case: str) -> str:

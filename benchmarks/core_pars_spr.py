@@ -60,7 +60,8 @@ def time_proposals(st, threads: int, calls: int) -> tuple[float, float, float]:
 
     n = pars_threads(threads)              # as CoreStepper._propose holds numba's count
     numba.set_num_threads(n)
-    pars = st.pars[0][:-1] + (np.array([n], dtype=np.uint64),)     # the first tree's data
+    pars = st.pars[0][:-1] + (st.pars[0][-1].copy(),)     # the first tree's data
+    pars[-1][0] = n
     t, n_tips = st.trees, st.n_tips
     s = st.rng[0].copy()
     times = []

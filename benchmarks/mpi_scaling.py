@@ -9,7 +9,7 @@ window began at the layout table, before the ranks built their chains: multi-ran
 
     python3 benchmarks/mpi_scaling.py [--ranks 1,2,4,8] [--ngen 400] [--backend gpu|cpu] [--scale 1.0]
                                       [--case dna|protein] [--nruns 2] [--nchains 4] [--split]
-                                      [--profile DIR] [--flushes blocks|compiled|pycuda]
+                                      [--profile DIR] [--flushes blocks|compiled|pycuda] [--whole-pars]
 
 --split runs every rank count N with `set sitesplit=N` (one group: each rank holds 1/N of the patterns of
 every chain), the issue's case (b); without it the chains are spread over the ranks.
@@ -63,22 +63,29 @@ SETTINGS = {"pycuda": "from mbgpu.core.device_division import DeviceDivision; De
             "compiled": "from mbgpu.core.device_block import DeviceBlockRunner; DeviceBlockRunner.enabled = False"}
 
 
-def rank_command(backend: str, profile: str | None, flushes: str = "blocks") -> list[str]:
+WHOLE_PARS = "from mbgpu.core.stepper import CoreStepper; CoreStepper.split_pars = False"
+
+
+def rank_command(backend: str, profile: str | None, flushes: str = "blocks", whole_pars: bool = False) -> list[str]:
     """One rank's command; with `profile` a cProfile of each rank written to profile % rank; flushes
     'blocks' (the product's): compiled blocks of generations, 'compiled': generation by generation with
     compiled flushes (DeviceBlockRunner.enabled off), 'pycuda': generation by generation, the flushes
-    through pycuda's calls (DeviceDivision.compiled_flushes off)."""
+    through pycuda's calls (DeviceDivision.compiled_flushes off); `whole_pars`: every rank of a site-split
+    group runs ParsSPR's whole Fitch pass (CoreStepper.split_pars off)."""
     args = ["--backend=%s" % backend, "run.nex"]
+    settings = [SETTINGS[flushes]] if flushes in SETTINGS else []
+    settings += [WHOLE_PARS] if whole_pars else []
     if profile is not None:
-        return [sys.executable, "-c", PROFILED.replace("sys.argv_out", repr(profile)), profile] + args
-    if flushes in SETTINGS:
+        code = "; ".join(settings + [PROFILED.replace("sys.argv_out", repr(profile))])
+        return [sys.executable, "-c", code, profile] + args
+    if settings:
         return [sys.executable, "-c", "import runpy, sys; %s; sys.argv = ['mbgpu.mpi'] + sys.argv[1:]; "
-                "runpy.run_module('mbgpu.mpi', run_name='__main__')" % SETTINGS[flushes]] + args
+                "runpy.run_module('mbgpu.mpi', run_name='__main__')" % "; ".join(settings)] + args
     return [sys.executable, "-m", "mbgpu.mpi"] + args
 
 
 def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str, runs: tuple = (2, 4, ""),
-              profile: str | None = None, flushes: str = "blocks") -> dict:
+              profile: str | None = None, flushes: str = "blocks", whole_pars: bool = False) -> dict:
     work = os.path.join(folder, "np%d" % n)
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "run.nex"), "w", encoding="ascii") as f:
@@ -88,7 +95,7 @@ def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: st
     prof = os.path.join(profile, "np%d.rank%%s.prof" % n) if profile else None
     if profile:
         os.makedirs(profile, exist_ok=True)
-    proc = subprocess.Popen(launcher(n) + rank_command(backend, prof, flushes), cwd=work, env=env,
+    proc = subprocess.Popen(launcher(n) + rank_command(backend, prof, flushes, whole_pars), cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stamps, lines = [], []
     for line in proc.stdout:
@@ -120,6 +127,8 @@ def main(argv=None) -> int:
     ap.add_argument("--extra", default="", help="commands before mcmc, e.g. 'propset ParsSPR(Tau,V)$prob=0;'")
     ap.add_argument("--split", action="store_true", help="N ranks split the patterns N ways (set sitesplit=N)")
     ap.add_argument("--profile", metavar="DIR", help="cProfile every rank into DIR/npN.rankR.prof")
+    ap.add_argument("--whole-pars", action="store_true",
+                    help="with --split: every rank runs ParsSPR's whole Fitch pass (CoreStepper.split_pars off)")
     ap.add_argument("--flushes", default="blocks", choices=("blocks", "compiled", "pycuda"),
                     help="GPU ranks run compiled blocks of generations (default), or generation by generation "
                          "with compiled flushes, or with pycuda's calls")
@@ -138,7 +147,7 @@ def main(argv=None) -> int:
     for n in [int(x) for x in args.ranks.split(",")]:
         extra = args.extra + (" set sitesplit=%d;" % n if args.split else "")
         r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains, extra),
-                      os.path.abspath(args.profile) if args.profile else None, args.flushes)
+                      os.path.abspath(args.profile) if args.profile else None, args.flushes, args.whole_pars)
         if "error" in r:
             print("%5d failed:\n%s" % (n, r["error"]), flush=True)
             continue

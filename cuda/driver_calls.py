@@ -18,6 +18,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from mbgpu.errors import DeviceError
+from mbgpu.native_calls import i64_call
 
 # the entry points a compiled flush calls, in the order of `driver_table`'s array
 ENTRY_POINTS = ("cuLaunchKernel", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuEventRecord",
@@ -79,30 +80,9 @@ class Driver:
         self.lib.cuEventDestroy_v2(ctypes.c_void_p(event))
 
 
-def _i64_call(n_args: int):
-    """An intrinsic calling the C function at an int64 address with n_args int64 arguments (pointers,
-    handles, sizes), returning its int32 result (a CUresult)."""
-
-    @intrinsic
-    def call(typingctx, addr, args):
-        if not isinstance(args, types.BaseTuple) or len(args) != n_args:
-            return None
-        sig = types.int32(addr, args)
-
-        def codegen(context, builder, signature, llargs):
-            i64 = ir.IntType(64)
-            fnty = ir.FunctionType(ir.IntType(32), [i64] * n_args)
-            fn = builder.inttoptr(context.cast(builder, llargs[0], signature.args[0], types.int64), fnty.as_pointer())
-            vals = [builder.extract_value(llargs[1], i) for i in range(n_args)]
-            return builder.call(fn, [context.cast(builder, v, t, types.int64)
-                                     for v, t in zip(vals, signature.args[1])])
-        return sig, codegen
-    return call
-
-
-call1 = _i64_call(1)
-call2 = _i64_call(2)
-call4 = _i64_call(4)
+call1 = i64_call(1)
+call2 = i64_call(2)
+call4 = i64_call(4)
 
 
 @intrinsic

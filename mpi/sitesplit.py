@@ -41,6 +41,12 @@ class SplitBackend:
             return lambda *args, **kwargs: self.sum_each(target(*args, **kwargs))
         return target
 
+    def pars_reduction(self) -> np.ndarray:
+        """How the compiled ParsSPR splits its Fitch pass over the group (mbgpu.mpi.native_allreduce)."""
+        from mbgpu.mpi.native_allreduce import int64_sum
+
+        return int64_sum(self.group)
+
     def set_tip_states(self, tip: int, states: np.ndarray) -> None:
         self.inner.set_tip_states(tip, np.asarray(states)[self.cut])
 

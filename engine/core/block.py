@@ -112,7 +112,9 @@ class BlockRunner:
         self.head = (core.rng, t.parent, t.kids, t.brlen, core.theta, t.parent_p, t.kids_p, t.brlen_p, core.theta_p,
                      mv.kind, mv.param, mv.tree, mv.rows, mv.cdf, mv.bounds, mv.scale, mv.alpha_factor, mv.tuning,
                      core.layout.off, core.n_tips, core.lo, core.hi, core.anchor) + core.cons
-        self.pars = core.pars[0][:-1] + (np.ones(1, dtype=np.uint64),)   # ParsSPR's Fitch pass on one thread
+        one = core.pars[0][-1].copy()
+        one[0] = 1
+        self.pars = core.pars[0][:-1] + (one,)             # ParsSPR's Fitch pass on one thread
         self.tail = (core.move_of, core.log_h, core.moved, core.todo, core.div_tree)
         self.likelihood_args(core, rows)
         self.keep = typed_list(tuple((d.bslot, d.mslot, d.bslot_p, d.mslot_p, d.lnl, d.lnl_p) + r

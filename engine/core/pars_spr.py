@@ -41,8 +41,11 @@ chain and thread): a tuple `data` =
                                         step_cdf(c, r)[:-1] (2c values) at tab_off[c]
     tab_off     int64[TABLE_MAX + 1]    (-1: no table); counts above TABLE_MAX draw TABLE_MAX-site chunks
     noise       float64[4]              (r the tables were made for, P(-1), P(+1) per site, 1 if tables)
-    threads     uint64[1]               numba threads the Fitch pass may use (spans of words, SPAN_WORK);
-                                        the caller holds numba's thread count to it (pars_threads)
+    threads     uint64[7]               the pass array: numba threads the Fitch pass may use (spans of
+                                        words, SPAN_WORK; the caller holds numba's thread count to it,
+                                        pars_threads), then a site-split group's ranks, this rank, and
+                                        MPI_Allreduce's address, communicator, int64 type and sum op
+                                        (PASS_*; 1 rank: the whole pass here)
 
 Call `pars_spr(parent, kids, brlen, n_tips, s, tuning, lo, hi, anchor, *data)`; `tuning` is float64[4]
 = (warp, r, v_t, lambda), the order of ParsSPR.default_tuning (PARS_SPR_TUNING); lo, hi the
@@ -64,12 +67,17 @@ from mbgpu.core.rng import randint, uniform
 from mbgpu.core.branch_moves import multiply
 from mbgpu.core.trees import root_of
 from mbgpu.jit import JIT_OPTIONS
+from mbgpu.native_calls import call6
 
 PARS_SPR_TUNING = np.array([0.1, 0.05, 0.03, 0.098])   # (warp, r, v_t, lambda), ParsSPR.default_tuning
 SPAN_WORK = 448          # words x planes a thread takes at least in the Fitch pass (~30-60 us of work)
 SPAN_MAX = 8             # spans at most (16-core GPU host: 8 threads beat 4 and 16; see pars_threads)
 TABLE_MAX = 256          # step tables for patterns of up to this many sites; larger ones draw in chunks
 _INFO_COLS = 11
+# the pass array (uint64, prepare_pars_data's last): numba threads for the Fitch pass; then, for a site-split
+# group's ranks (mbgpu.mpi.native_allreduce.int64_sum; 1 rank: no split), each rank counts its share of
+# the words and MPI_Allreduce (called by address) sums the counts, exactly, so every rank draws alike
+PASS_THREADS, PASS_RANKS, PASS_RANK, PASS_FN, PASS_COMM, PASS_TYPE, PASS_OP = range(7)
 
 
 # ---------------------------------------------------------------------- preparation (plain numpy)
@@ -167,7 +175,7 @@ def prepare_pars_data(pattern_masks, n_states=None, rate_mults=None, n_tips: int
     group_arr = np.array(groups, dtype=np.int64).reshape(len(groups), 3)
     return (tip_planes, info, part_f, cat(ws, np.float64), cat(ints, np.int64), count_all,
             cat(planes, np.uint64), cat(gidx, np.int64), group_arr, cdf, tab_off, noise,
-            np.array([max(int(threads), 1)], dtype=np.uint64))
+            np.array([max(int(threads), 1), 1, 0, 0, 0, 0, 0], dtype=np.uint64))
 
 
 def _noise_tables(count: np.ndarray, r: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -398,13 +406,13 @@ def _walk(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, moff, 
 
 
 @numba.njit(parallel=True, **JIT_OPTIONS)
-def _walk_spans(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff, per, meets, kid):
-    """_walk for the spans of `per` words on numba's threads, each with its own scratch (the spans'
-    words are independent: every result is the same as one walk's)."""
-    n_spans = (nw + per - 1) // per
+def _walk_spans(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff, wlo, whi, per, meets, kid):
+    """_walk for words wlo .. whi - 1 in spans of `per` words on numba's threads, each with its own scratch
+    (the spans' words are independent: every result is the same as one walk's)."""
+    n_spans = (whi - wlo + per - _U1) // per
     for t in numba.prange(n_spans):
-        w0 = np.uint64(t) * per
-        bw = min(per, nw - w0)
+        w0 = wlo + np.uint64(t) * per
+        bw = min(per, whi - w0)
         sets = np.empty((kid.shape[0], k * bw), dtype=np.uint64)
         flags = np.empty((2, bw), dtype=np.uint64)
         _walk(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff + w0, w0, bw, sets, meets,
@@ -412,22 +420,23 @@ def _walk_spans(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, 
 
 
 @numba.njit(**JIT_OPTIONS)
-def _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info, i, sets, meets, fe, fs, kid, threads):
-    """Partition i: Fitch downpass sets of R (rooted at order[0], the anchor) and S (rooted at sub),
-    final sets of R, and for every node of R the words of patterns where its final set meets S's set;
-    on up to `threads` (at most SPAN_MAX) threads, each with SPAN_WORK words x planes or more."""
+def _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info, i, sets, meets, fe, fs, kid, threads,
+                 wlo, whi):
+    """Partition i, its words wlo .. whi - 1: Fitch downpass sets of R (rooted at order[0], the anchor) and
+    S (rooted at sub), final sets of R, and for every node of R the words of patterns where its final set
+    meets S's set; on up to `threads` (at most SPAN_MAX) threads, each with SPAN_WORK words x planes or more."""
     k, nw, col, woff = _part_shape(info, i)
     for idx in range(n_r + n_s):
         v = order[idx]
         if v >= n_tips:
             kid[v, 0], kid[v, 1] = _two_kids(nb, rpar, v)
-    n_spans = min(threads, np.uint64(SPAN_MAX), (nw * k) // np.uint64(SPAN_WORK))
+    n_spans = min(threads, np.uint64(SPAN_MAX), ((whi - wlo) * k) // np.uint64(SPAN_WORK))
     if n_spans <= 1:
-        _walk(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff, _U0, nw, sets, meets, fe, fs,
-              kid)
+        _walk(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff + wlo, wlo, whi - wlo, sets, meets,
+              fe, fs, kid)
         return
-    per = (nw + n_spans - _U1) // n_spans
-    _walk_spans(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff, per, meets, kid)
+    per = (whi - wlo + n_spans - _U1) // n_spans
+    _walk_spans(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, k, nw, col, woff, wlo, whi, per, meets, kid)
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -436,23 +445,39 @@ def _factor(warp, v_t, k, rate):
 
 
 @numba.njit(**JIT_OPTIONS)
-def _add_costs_int(cost, order, rpar, n_r, meets, woff, nw, wp, n_bits, span, factor, miss):
-    """cost[i] += factor * (integer weight of the patterns missed by candidate order[i]'s both ends),
-    weights given as bit planes wp[b * nw + w], plane b nonzero only in words span[b, 0]..span[b, 1]."""
+def _count_int(tally, order, rpar, n_r, meets, woff, nw, wp, n_bits, span, miss, wlo, whi):
+    """tally[i] = the integer weight of the patterns in words wlo .. whi - 1 missed by candidate order[i]'s
+    both ends, weights given as bit planes wp[b * nw + w], plane b nonzero only in words span[b, 0] ..
+    span[b, 1] - 1."""
     uoff, unw = np.uint64(woff), np.uint64(nw)
     for i in range(1, n_r):
         y = np.uint64(order[i])
         x = np.uint64(rpar[order[i]])
-        for w in range(unw):
+        for w in range(wlo, whi):
             miss[w] = ~(meets[x, uoff + w] | meets[y, uoff + w])
         tot = _U0
         for b in range(np.uint64(n_bits)):
             cnt = _U0
             pb = b * unw
-            for w in range(np.uint64(span[b, 0]), np.uint64(span[b, 1])):
+            for w in range(max(np.uint64(span[b, 0]), wlo), min(np.uint64(span[b, 1]), whi)):
                 cnt += _popcount(miss[w] & wp[pb + w])
             tot += cnt << b
-        cost[i] += factor * float(tot)
+        tally[i] = tot
+
+
+@numba.njit(**JIT_OPTIONS)
+def _add_costs_int(cost, order, rpar, n_r, meets, woff, nw, wp, n_bits, span, factor, miss):
+    """cost[i] += factor * (_count_int's count over all the partition's words)."""
+    tally = np.empty(n_r, dtype=np.int64)
+    _count_int(tally, order, rpar, n_r, meets, woff, nw, wp, n_bits, span, miss, _U0, np.uint64(nw))
+    _add_tally(cost, n_r, tally, factor)
+
+
+@numba.njit(**JIT_OPTIONS)
+def _add_tally(cost, n_r, tally, factor):
+    """cost[i] += factor * tally[i] (one partition's counts)."""
+    for i in range(1, n_r):
+        cost[i] += factor * float(tally[i])
 
 
 @numba.njit(**JIT_OPTIONS)
@@ -670,19 +695,49 @@ def _candidate_costs(s, tuning, nb, order, rpar, n_r, n_s, sub, n_tips, cost, fi
     miss, wp, wf, ev_j, ev_step = _weight_scratch(info)
     flags = np.empty((2, miss.shape[0]), dtype=np.uint64)
     span = np.zeros((64, 2), dtype=np.int64)
+    split = _split_counts(threads, fixed_w, info)
+    tally = np.zeros((info.shape[0], n_r), dtype=np.int64)
     for i in range(info.shape[0]):
         if info[i, 5] == 0:
             continue
+        nw = np.uint64(info[i, 1])
+        wlo, whi = _U0, nw
+        if split:                                  # this rank's share of the words
+            wlo = nw * threads[PASS_RANK] // threads[PASS_RANKS]
+            whi = nw * (threads[PASS_RANK] + _U1) // threads[PASS_RANKS]
         _fitch_meets(nb, order, rpar, n_r, n_s, sub, n_tips, tip_planes, info, i, sets, meets, flags[0], flags[1],
-                     kid, threads[0])
+                     kid, threads[PASS_THREADS], wlo, whi)
         integer, n_bits = _load_weights(s, i, tuning[1], fixed_w, info, base_w, base_i, count, base_planes,
                                         gidx, groups, cdf, tab_off, noise, wp, wf, ev_j, ev_step)
         factor = _factor(tuning[0], tuning[2], part_f[i, 0], part_f[i, 1])
         if integer:
             _plane_spans(wp, info[i, 1], n_bits, span)
-            _add_costs_int(cost, order, rpar, n_r, meets, info[i, 3], info[i, 1], wp, n_bits, span, factor, miss)
+            _count_int(tally[i], order, rpar, n_r, meets, info[i, 3], info[i, 1], wp, n_bits, span, miss, wlo, whi)
+            if not split:
+                _add_tally(cost, n_r, tally[i], factor)
         else:
             _add_costs_float(cost, order, rpar, n_r, meets, info[i, 3], info[i, 5], wf, factor)
+    if split:
+        total = np.empty_like(tally)
+        got = call6(threads[PASS_FN], (tally.ctypes.data, total.ctypes.data, tally.size, threads[PASS_TYPE],
+                                       threads[PASS_OP], threads[PASS_COMM]))
+        if got != 0:
+            raise RuntimeError("MPI_Allreduce failed in ParsSPR's split Fitch pass")
+        for i in range(info.shape[0]):
+            if info[i, 5] != 0:
+                _add_tally(cost, n_r, total[i], _factor(tuning[0], tuning[2], part_f[i, 0], part_f[i, 1]))
+
+
+@numba.njit(**JIT_OPTIONS)
+def _split_counts(threads, fixed_w, info):
+    """Whether this pass is split over a site-split group: several ranks, the data's perturbed weights,
+    every partition's whole (integer counts sum exactly; real weights would sum in another order)."""
+    if threads[PASS_RANKS] <= _U1 or fixed_w.shape[0] > 0:
+        return False
+    for i in range(info.shape[0]):
+        if info[i, 5] != 0 and info[i, 8] == 0:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------- choice and Hastings ratio

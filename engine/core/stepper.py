@@ -20,7 +20,7 @@ from mbgpu.core.device_division import DeviceDivision, device_backend
 from mbgpu.core.division import PROP, DivisionArrays, host_buffers
 from mbgpu.core.layout import MoveTable, ParamLayout, unsupported_move
 from mbgpu.core.models import PriorTable, SetModel, model_proposal, param_log_prior
-from mbgpu.core.pars_spr import pars_threads, prepare_pars_data
+from mbgpu.core.pars_spr import PASS_RANKS, pars_threads, prepare_pars_data
 from mbgpu.core.prior import CLOCK, brlens_log_prior, brlens_table
 from mbgpu.core.step import decide_all, propose_all
 from mbgpu.errors import ModelError
@@ -63,6 +63,8 @@ def division_for(shared, lane_parts):
 class CoreStepper:
     """The compiled state of `chains` (one process' chains, in a fixed order) and their generations."""
 
+    split_pars = True      # a site-split group splits ParsSPR's Fitch pass (benchmarks turn it off to compare)
+
     def __init__(self, chains):
         self.chains = chains
         first = chains[0]
@@ -91,6 +93,10 @@ class CoreStepper:
         self.held = False                                # numba's threads held at pars_threads (step)
         self.pars = tuple(prepare_pars_data(x.pattern_masks, x.n_states, x.rate_mults, n_tips=self.n_tips,
                                             threads=self.pars_threads) for x in first.ctxs)   # per tree: its data
+        reduction = getattr(first.parts[0].inc.shared.backend, "pars_reduction", None) \
+            if first.parts and self.split_pars else None
+        for data in self.pars if reduction is not None else ():
+            data[-1][PASS_RANKS:] = reduction()      # a site-split group: the Fitch pass split over its ranks
         tables = [(CLOCK, np.zeros(5)) if clocks else brlens_table(self.prior_fn.brlens_prior(k), self.n_tips)
                   for k in range(self.n_trees)]
         self.brl_kind = np.array([kind for kind, _ in tables], dtype=np.int64)      # per tree: its brlens prior

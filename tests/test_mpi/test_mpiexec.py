@@ -114,8 +114,8 @@ def test_site_split_needs_whole_groups(tmp_path):
     assert "cannot be cut into site-split groups of 2" in proc.stderr
 
 
-@pytest.mark.parametrize("k", [2, 3])
-def test_split_log_likelihood_equals_whole(k):
+def _script(name: str, k: int, timeout: int):
+    """tests/test_mpi/`name` under mpiexec -n k from the repository root: its stdout (rc 0 asserted)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -123,12 +123,25 @@ def test_split_log_likelihood_equals_whole(k):
     from tests.test_mpi.launch import _flags, clean_env, mpiexec
 
     exe = mpiexec()
-    script = Path(__file__).with_name("sitesplit_check.py")
+    script = Path(__file__).with_name(name)
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.run([exe, *_flags(exe), "-n", str(k), sys.executable, str(script)], cwd=root,
-                          env=clean_env(), capture_output=True, text=True, timeout=120)
+                          env=clean_env(), capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "ranks=%d max_rel=" % k in proc.stdout
+    return proc.stdout
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_split_log_likelihood_equals_whole(k):
+    assert "ranks=%d max_rel=" % k in _script("sitesplit_check.py", k, 120)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_split_parsimony_pass_makes_the_unsplit_moves(k):
+    """ParsSPR's Fitch pass split over a site-split group (pars_split_check.py): the same moves, bits."""
+    out = _script("pars_split_check.py", k, 300)
+    assert "ranks=%d split=yes moves=300 same=yes" % k in out
+    assert "ranks=%d split=no moves=300 same=yes" % k in out
 
 
 def test_stop_signal_on_one_rank_stops_every_rank_with_a_checkpoint(tmp_path):

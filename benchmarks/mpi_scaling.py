@@ -10,6 +10,7 @@ window began at the layout table, before the ranks built their chains: multi-ran
     python3 benchmarks/mpi_scaling.py [--ranks 1,2,4,8] [--ngen 400] [--backend gpu|cpu] [--scale 1.0]
                                       [--case dna|protein] [--nruns 2] [--nchains 4] [--split]
                                       [--profile DIR] [--flushes blocks|compiled|pycuda] [--whole-pars]
+                                      [--checks paced|fixed]
 
 --split runs every rank count N with `set sitesplit=N` (one group: each rank holds 1/N of the patterns of
 every chain), the issue's case (b); without it the chains are spread over the ranks.
@@ -64,17 +65,24 @@ SETTINGS = {"pycuda": "from mbgpu.core.device_division import DeviceDivision; De
 
 
 WHOLE_PARS = "from mbgpu.core.stepper import CoreStepper; CoreStepper.split_pars = False"
+FIXED_CHECKS = "from mbgpu.mpi.stop_check import StopCheck; StopCheck.paced = False"
 
 
-def rank_command(backend: str, profile: str | None, flushes: str = "blocks", whole_pars: bool = False) -> list[str]:
-    """One rank's command; with `profile` a cProfile of each rank written to profile % rank; flushes
-    'blocks' (the product's): compiled blocks of generations, 'compiled': generation by generation with
-    compiled flushes (DeviceBlockRunner.enabled off), 'pycuda': generation by generation, the flushes
-    through pycuda's calls (DeviceDivision.compiled_flushes off); `whole_pars`: every rank of a site-split
-    group runs ParsSPR's whole Fitch pass (CoreStepper.split_pars off)."""
+def rank_settings(flushes: str = "blocks", whole_pars: bool = False, checks: str = "paced") -> list[str]:
+    """The class settings each rank sets before it runs: flushes 'blocks' (the product's): compiled blocks
+    of generations, 'compiled': generation by generation with compiled flushes (DeviceBlockRunner.enabled
+    off), 'pycuda': generation by generation, the flushes through pycuda's calls
+    (DeviceDivision.compiled_flushes off); `whole_pars`: every rank of a site-split group runs ParsSPR's
+    whole Fitch pass (CoreStepper.split_pars off); checks 'fixed': a stop-signal check (and so a block end)
+    every STOP_EVERY generations, as before 2026-11-29, instead of paced by the blocks (StopCheck.paced)."""
+    return ([SETTINGS[flushes]] if flushes in SETTINGS else []) + ([WHOLE_PARS] if whole_pars else []) + \
+        ([FIXED_CHECKS] if checks == "fixed" else [])
+
+
+def rank_command(backend: str, profile: str | None, settings: list[str]) -> list[str]:
+    """One rank's command, with `settings` (rank_settings) made first; with `profile` a cProfile of each
+    rank written to profile % rank."""
     args = ["--backend=%s" % backend, "run.nex"]
-    settings = [SETTINGS[flushes]] if flushes in SETTINGS else []
-    settings += [WHOLE_PARS] if whole_pars else []
     if profile is not None:
         code = "; ".join(settings + [PROFILED.replace("sys.argv_out", repr(profile))])
         return [sys.executable, "-c", code, profile] + args
@@ -85,7 +93,7 @@ def rank_command(backend: str, profile: str | None, flushes: str = "blocks", who
 
 
 def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: str, runs: tuple = (2, 4, ""),
-              profile: str | None = None, flushes: str = "blocks", whole_pars: bool = False) -> dict:
+              profile: str | None = None, settings: list[str] = ()) -> dict:
     work = os.path.join(folder, "np%d" % n)
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "run.nex"), "w", encoding="ascii") as f:
@@ -95,7 +103,7 @@ def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: st
     prof = os.path.join(profile, "np%d.rank%%s.prof" % n) if profile else None
     if profile:
         os.makedirs(profile, exist_ok=True)
-    proc = subprocess.Popen(launcher(n) + rank_command(backend, prof, flushes, whole_pars), cwd=work, env=env,
+    proc = subprocess.Popen(launcher(n) + rank_command(backend, prof, list(settings)), cwd=work, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     stamps, lines = [], []
     for line in proc.stdout:
@@ -132,6 +140,8 @@ def main(argv=None) -> int:
     ap.add_argument("--flushes", default="blocks", choices=("blocks", "compiled", "pycuda"),
                     help="GPU ranks run compiled blocks of generations (default), or generation by generation "
                          "with compiled flushes, or with pycuda's calls")
+    ap.add_argument("--checks", default="paced", choices=("paced", "fixed"),
+                    help="stop-signal checks (block ends) paced by the blocks (default) or every 10 generations")
     args = ap.parse_args(argv)
     case = CASES[args.case]
     folder = tempfile.mkdtemp(prefix="mpi_scaling_")
@@ -147,7 +157,8 @@ def main(argv=None) -> int:
     for n in [int(x) for x in args.ranks.split(",")]:
         extra = args.extra + (" set sitesplit=%d;" % n if args.split else "")
         r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains, extra),
-                      os.path.abspath(args.profile) if args.profile else None, args.flushes, args.whole_pars)
+                      os.path.abspath(args.profile) if args.profile else None,
+                      rank_settings(args.flushes, args.whole_pars, args.checks))
         if "error" in r:
             print("%5d failed:\n%s" % (n, r["error"]), flush=True)
             continue

@@ -66,9 +66,9 @@ class SerialPlacement:
     def adopt(self, mc3) -> None:
         """Under MPI every rank takes rank 0's restored MC3 state; here the MC3 has it already."""
 
-    def any_stop(self, flag, gen: int) -> bool:
-        """True when a stop signal arrived at generation `gen` (under MPI: on any rank by the check
-        mbgpu.mpi.driver.STOP_EVERY generations before)."""
+    def any_stop(self, flag, gen: int, pace: int) -> bool:
+        """True when a stop signal arrived at generation `gen` (under MPI: on any rank by the check before,
+        mbgpu.mpi.stop_check; `pace`: the sampler's generations per compiled block)."""
         return flag.signum is not None
 
     def settle_stop(self, flag) -> None:
@@ -227,7 +227,7 @@ def checkpoint_hook(place, ckp):
     """MC3's after_generation on every process: a stop signal (on any rank) or a due checkpoint brings
     every chain's state to the writer, which writes the checkpoint; its answer (True: stop) goes to all."""
     def after_generation(mc3, gen: int) -> bool:
-        if not (place.any_stop(ckp.stop, gen) or (ckp.enabled and gen % ckp.freq == 0)):
+        if not (place.any_stop(ckp.stop, gen, mc3.block_len) or (ckp.enabled and gen % ckp.freq == 0)):
             return False
         collect(place, ckp, mc3)
         return place.from_writer(ckp.after_generation(mc3, gen) if place.writer else None)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import socket
 from contextlib import contextmanager
 
-import numpy as np
 
 from mbgpu.checkpoint.chain_state import capture_chain, restore_chain
 from mbgpu.checkpoint.errors import CheckpointMismatch
@@ -29,43 +28,10 @@ from mbgpu.likelihood import select
 from mbgpu.mpi import devices
 from mbgpu.mpi.comm import abort
 from mbgpu.mpi.layout import Layout
+from mbgpu.mpi.stop_check import StopCheck
 from mbgpu.sampler.batch_step import step_generation
 from mbgpu.sampler.mc3 import MC3, RunOptions
 from mbgpu.sampler.setup import build_runs
-
-
-STOP_EVERY = 10      # generations between two stop-signal checks (non-blocking collectives: StopCheck)
-
-
-class StopCheck:
-    """Whether a stop signal reached any rank, without the ranks waiting for each other every STOP_EVERY
-    generations: each check starts a non-blocking allreduce (max) of the ranks' signal numbers and
-    finishes the one started at the check before. So every rank stops at the same generation, one check
-    after the signal (10-20 generations), and a rank ahead of the others waits only when it is a whole
-    check ahead (a blocking check made the fastest rank wait for the slowest at every one: issue 23)."""
-
-    def __init__(self, comm):
-        self.comm, self.pending = comm, None
-
-    def check(self, signum: int) -> int:
-        """Start this check with `signum` (0: none here); the signal of the check before (0: none, or no
-        check before)."""
-        from mpi4py import MPI
-
-        got = self.finish()
-        if not got:
-            send, recv = np.array([signum], dtype=np.int64), np.zeros(1, dtype=np.int64)
-            self.pending = (self.comm.Iallreduce(send, recv, op=MPI.MAX), send, recv)
-        return got
-
-    def finish(self) -> int:
-        """The check in flight, finished (every rank reaches it: the same checks in the same order)."""
-        if self.pending is None:
-            return 0
-        request, _send, recv = self.pending
-        request.Wait()
-        self.pending = None
-        return int(recv[0])
 
 
 class RemoteChain:
@@ -100,9 +66,10 @@ class DistributedMC3(MC3):
 
     cpu_where = " on processor 0"
 
-    def __init__(self, runs, opts, swap_rng, sink, console, comm, layout):
+    def __init__(self, runs, opts, swap_rng, sink, console, comm, layout, stops=None):
         super().__init__(runs, opts, swap_rng, sink, console)
         self.comm, self.layout = comm, layout
+        self.stops = stops if stops is not None else StopCheck(comm)
         self.rank = comm.Get_rank()
         self.local = layout.chains_of(self.rank)
         self.led = self.local if layout.leader(self.rank) else []
@@ -137,7 +104,7 @@ class DistributedMC3(MC3):
 
     def _block_end(self, gen: int) -> int:
         """MC3._block_end, and no block past a stop-signal check (a collective every rank must reach)."""
-        return min(super()._block_end(gen), -(-gen // STOP_EVERY) * STOP_EVERY)
+        return min(super()._block_end(gen), self.stops.next_check(gen))
 
     def after_block(self, gen: int) -> None:
         """Before a screen line every rank takes every chain's scalars and every run's heats."""
@@ -386,18 +353,19 @@ class MpiPlacement:
 
     def mc3(self, runs, opts, swap_rng, files, con) -> DistributedMC3:
         """The distributed MC3; `files` (rank 0's FileSink, None elsewhere) behind an MpiSink."""
-        return DistributedMC3(runs, opts, swap_rng, MpiSink(files, self.comm), con, self.comm, self.layout)
+        return DistributedMC3(runs, opts, swap_rng, MpiSink(files, self.comm), con, self.comm, self.layout,
+                              self.stops)
 
     def adopt(self, mc3) -> None:
         """Every rank takes rank 0's MC3 state, restored there from the checkpoint."""
         mc3.adopt_state()
 
-    def any_stop(self, flag, gen: int) -> bool:
-        """True on every rank when a stop signal had reached any rank by the check before (checks at the
-        multiples of STOP_EVERY: StopCheck); the flag then holds it everywhere."""
-        if gen % STOP_EVERY:
+    def any_stop(self, flag, gen: int, pace: int) -> bool:
+        """True on every rank when a stop signal had reached any rank by the check before (StopCheck's
+        schedule; `pace`: this rank's generations per compiled block); the flag then holds it everywhere."""
+        if not self.stops.due(gen):
             return False
-        return self._adopt(flag, self.stops.check(flag.signum or 0))
+        return self._adopt(flag, self.stops.check(gen, flag.signum or 0, pace))
 
     def settle_stop(self, flag) -> None:
         """After the last generation: the check in flight finished; a signal it carries is kept (the run

@@ -42,13 +42,63 @@ def test_compiled_blocks_only_for_runs_held_whole(size, rank, held):
     crosses a stop-signal check (a collective), wherever sampling and printing fall."""
     from types import SimpleNamespace
 
-    from mbgpu.mpi.driver import STOP_EVERY, DistributedMC3
+    from mbgpu.mpi.driver import DistributedMC3
+    from mbgpu.mpi.stop_check import STOP_EVERY
 
     opts = SimpleNamespace(nchains=2, samplefreq=1000, printfreq=1000, mcmcdiagn=False, ngen=10 ** 6)
     mc3 = DistributedMC3([[None] * 2 for _ in range(2)], opts, None, None, None, _Comm(rank), Layout(2, 2, size))
     assert mc3.held_runs() == held
     mc3.block_len = 256
     assert [mc3._block_end(g) for g in (1, STOP_EVERY, STOP_EVERY + 1)] == [STOP_EVERY, STOP_EVERY, 2 * STOP_EVERY]
+
+
+class _Others:
+    """A world of this rank and others whose allreduce contributions are given (signal, pace) pairs; each
+    Iallreduce (max) completes at Wait, as MPI's may."""
+
+    def __init__(self, others):
+        self.others, self.sent = list(others), []
+
+    def Iallreduce(self, send, recv, op):
+        from types import SimpleNamespace
+
+        import numpy as np
+
+        signum, pace = self.others.pop(0)
+        self.sent.append(send.tolist())
+        return SimpleNamespace(Wait=lambda: recv.__setitem__(slice(None), np.maximum(send, [signum, -pace])))
+
+
+def test_stop_checks_paced_by_the_slowest_ranks_blocks():
+    """Checks start STOP_EVERY apart; then every check is as far from the one before as the least pace any
+    rank asked two checks before (a rank asks its block length, within STOP_EVERY..MC3.BLOCK_MAX); a
+    signal on another rank is seen one check on."""
+    from mbgpu.mpi.stop_check import STOP_EVERY, StopCheck
+    from mbgpu.sampler.mc3 import MC3
+
+    comm = _Others([(0, 70), (0, MC3.BLOCK_MAX), (0, 40), (5, 60)])
+    stops, seen, gen, paces = StopCheck(comm), [], 0, [90, 10 ** 6, 3, 50, 80]
+    while gen < 1000 and not seen:
+        gen = stops.next_check(gen + 1)
+        assert stops.due(gen) and not stops.due(gen - 1)
+        seen += [gen] if stops.check(gen, 0, pace=paces.pop(0)) else []
+    assert comm.sent == [[0, -90], [0, -MC3.BLOCK_MAX], [0, -STOP_EVERY], [0, -50]]
+    # 10: the first; 20: no answer yet; 20+70 (70 < 90); 90+256 (both asked BLOCK_MAX); 346+10 (3 raised
+    # to STOP_EVERY) finds the signal 5 another rank sent at 346, and starts no check
+    assert seen == [20 + 70 + MC3.BLOCK_MAX + STOP_EVERY] and stops.every == 50 and paces == []
+    assert StopCheck(comm).next_check(25) == 30
+
+
+def test_stop_checks_fixed_when_not_paced(monkeypatch):
+    from mbgpu.mpi.stop_check import STOP_EVERY, StopCheck
+
+    monkeypatch.setattr(StopCheck, "paced", False)
+    comm = _Others([(0, 10), (0, 10), (0, 10)])
+    stops, gens = StopCheck(comm), []
+    for _ in range(3):
+        gens.append(stops.next_check(gens[-1] + 1 if gens else 1))
+        stops.check(gens[-1], 0, pace=200)
+    assert gens == [STOP_EVERY, 2 * STOP_EVERY, 3 * STOP_EVERY] and comm.sent[0] == [0, -STOP_EVERY]
 
 
 def test_too_many_ranks_says_what_to_change():

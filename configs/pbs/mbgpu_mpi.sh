@@ -78,7 +78,7 @@ echo "mbgpu job $PBS_JOBID: $NP ranks in $PWD; mcmc ${MODE:-(new run)}; $INFO; $
 # PBS has no "signal before the limit": a timer signals this shell STOP_AT seconds from now.  Not every
 # mpirun forwards signals to its ranks (Open MPI 4.1.6's did not in our test), so this shell sends USR1
 # (and the SIGTERM that PBS sends before killing the job) to the mbgpu processes below mpirun on this
-# node, rank 0 among them: when any rank gets it every rank stops at the end of the generation, rank 0
+# node, rank 0 among them: when any rank gets it every rank stops at its next stop check, rank 0
 # writes STEM.ckp.h5 and mbgpu exits with 138 (143 after SIGTERM, which is not resubmitted).
 stop_ranks() {  # SIGNAL PID
   local k

@@ -71,7 +71,7 @@ echo "mbgpu job $SLURM_JOB_ID, start $((RESTARTS + 1)): $NTASKS ranks on ${SLURM
      "mcmc ${MODE:-(new run)}; $INFO"
 
 # --signal=B:USR1@300 signals only this shell: forward USR1 to srun, which passes it to every rank; the
-# ranks stop at the end of the generation, rank 0 writes STEM.ckp.h5 and mbgpu exits with 138.
+# ranks stop at their next stop check, rank 0 writes STEM.ckp.h5 and mbgpu exits with 138.
 # SIGTERM (scancel, the time limit itself) is forwarded too; mbgpu then checkpoints and exits with 143.
 STOPPED=0 PID=""
 trap 'STOPPED=1; [ -n "$PID" ] && kill -USR1 "$PID" 2>/dev/null' USR1

@@ -19,7 +19,6 @@ from __future__ import annotations
 import socket
 from contextlib import contextmanager
 
-
 from mbgpu.checkpoint.chain_state import capture_chain, restore_chain
 from mbgpu.checkpoint.errors import CheckpointMismatch
 from mbgpu.checkpoint.state import chain_state

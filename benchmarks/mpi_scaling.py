@@ -10,7 +10,7 @@ window began at the layout table, before the ranks built their chains: multi-ran
     python3 benchmarks/mpi_scaling.py [--ranks 1,2,4,8] [--ngen 400] [--backend gpu|cpu] [--scale 1.0]
                                       [--case dna|protein] [--nruns 2] [--nchains 4] [--split]
                                       [--profile DIR] [--flushes blocks|compiled|pycuda] [--whole-pars]
-                                      [--checks paced|fixed]
+                                      [--checks paced|fixed] [--streams one|two]
 
 --split runs every rank count N with `set sitesplit=N` (one group: each rank holds 1/N of the patterns of
 every chain), the issue's case (b); without it the chains are spread over the ranks.
@@ -66,17 +66,24 @@ SETTINGS = {"pycuda": "from mbgpu.core.device_division import DeviceDivision; De
 
 WHOLE_PARS = "from mbgpu.core.stepper import CoreStepper; CoreStepper.split_pars = False"
 FIXED_CHECKS = "from mbgpu.mpi.stop_check import StopCheck; StopCheck.paced = False"
+TWO_STREAMS = "from mbgpu.cuda.core_flush import CoreFlushes; CoreFlushes.block_streams = True"
+TIMING = "import sys; sys.path.insert(0, %r); import block_timing; block_timing.install()" % \
+    os.path.dirname(os.path.abspath(__file__))
 
 
-def rank_settings(flushes: str = "blocks", whole_pars: bool = False, checks: str = "paced") -> list[str]:
+def rank_settings(flushes: str = "blocks", whole_pars: bool = False, checks: str = "paced",
+                  streams: str = "one") -> list[str]:
     """The class settings each rank sets before it runs: flushes 'blocks' (the product's): compiled blocks
     of generations, 'compiled': generation by generation with compiled flushes (DeviceBlockRunner.enabled
     off), 'pycuda': generation by generation, the flushes through pycuda's calls
     (DeviceDivision.compiled_flushes off); `whole_pars`: every rank of a site-split group runs ParsSPR's
     whole Fitch pass (CoreStepper.split_pars off); checks 'fixed': a stop-signal check (and so a block end)
-    every STOP_EVERY generations, as before 2026-11-29, instead of paced by the blocks (StopCheck.paced)."""
+    every STOP_EVERY generations, as before 2026-11-29, instead of paced by the blocks (StopCheck.paced);
+    streams 'two': a block's two groups on two streams (CoreFlushes.block_streams; default: both on the
+    default stream).
+    Every rank also reports its time in blocks and waiting for the GPU (block_timing)."""
     return ([SETTINGS[flushes]] if flushes in SETTINGS else []) + ([WHOLE_PARS] if whole_pars else []) + \
-        ([FIXED_CHECKS] if checks == "fixed" else [])
+        ([FIXED_CHECKS] if checks == "fixed" else []) + ([TWO_STREAMS] if streams == "two" else []) + [TIMING]
 
 
 def rank_command(backend: str, profile: str | None, settings: list[str]) -> list[str]:
@@ -96,6 +103,9 @@ def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: st
               profile: str | None = None, settings: list[str] = ()) -> dict:
     work = os.path.join(folder, "np%d" % n)
     os.makedirs(work, exist_ok=True)
+    for f in os.listdir(work):
+        if f.startswith("block_timing.rank"):
+            os.remove(os.path.join(work, f))
     with open(os.path.join(work, "run.nex"), "w", encoding="ascii") as f:
         f.write(block(data, case, ngen, *runs))
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -120,7 +130,9 @@ def run_ranks(folder: str, data: str, case: dict, n: int, ngen: int, backend: st
     (g0, t0), (g1, t1) = stamps[0], stamps[-1]
     devices = sorted({l.rsplit(" -- ", 1)[-1].strip() for l in lines if re.match(r"^\s+\d+ -- \(\d+,\d+\)", l)})
     return {"n": n, "gens": g1 - g0, "rate": (g1 - g0) / (t1 - t0), "wall": time.time() - start, "devices": devices,
-            "p": open(os.path.join(work, "out.run1.p" if runs[0] > 1 else "out.p"), "rb").read()}
+            "p": open(os.path.join(work, "out.run1.p" if runs[0] > 1 else "out.p"), "rb").read(),
+            "timing": [open(os.path.join(work, f), encoding="ascii").read().strip()
+                       for f in sorted(os.listdir(work)) if f.startswith("block_timing.rank")]}
 
 
 def main(argv=None) -> int:
@@ -142,6 +154,8 @@ def main(argv=None) -> int:
                          "with compiled flushes, or with pycuda's calls")
     ap.add_argument("--checks", default="paced", choices=("paced", "fixed"),
                     help="stop-signal checks (block ends) paced by the blocks (default) or every 10 generations")
+    ap.add_argument("--streams", default="one", choices=("one", "two"),
+                    help="a device block's two groups both on the default stream (default) or on two streams")
     args = ap.parse_args(argv)
     case = CASES[args.case]
     folder = tempfile.mkdtemp(prefix="mpi_scaling_")
@@ -158,7 +172,7 @@ def main(argv=None) -> int:
         extra = args.extra + (" set sitesplit=%d;" % n if args.split else "")
         r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains, extra),
                       os.path.abspath(args.profile) if args.profile else None,
-                      rank_settings(args.flushes, args.whole_pars, args.checks))
+                      rank_settings(args.flushes, args.whole_pars, args.checks, args.streams))
         if "error" in r:
             print("%5d failed:\n%s" % (n, r["error"]), flush=True)
             continue
@@ -166,6 +180,8 @@ def main(argv=None) -> int:
         print("%5d %8d %9.1f %7.2fx %9.1f %6s  %s" % (n, r["gens"], r["rate"], r["rate"] / base["rate"], r["wall"],
                                                    "yes" if r["p"] == base["p"] else "NO", "; ".join(r["devices"])),
               flush=True)
+        for line in r["timing"]:
+            print("      " + line, flush=True)
     return 0
 
 

@@ -17,7 +17,8 @@ from mbgpu.jit import JIT_OPTIONS
 
 from .backend import ROOT_BLOCK
 from .batch import ROOT_JOB_WIDTH, SCALE_JOB_WIDTH, SPAN_WIDTH
-from .driver_calls import DTOH, HTOD, LAUNCH, RECORD, SYNC, Driver, call1, call2, call4, launch_kernel
+from .driver_calls import CLOCK, CLOCK_MONOTONIC, DTOH, HTOD, LAUNCH, RECORD, SYNC, Driver, call1, call2, call4, \
+    launch_kernel
 
 NEED_COMPAT = -1          # launch_planned: a root call has pinvar > 0 and the invariant-site table is not built
 # geometry (int64 array `geo`): the backend's launch shapes
@@ -32,6 +33,12 @@ class CoreFlushes:
     """A backend's compiled flush path: kernels loaded a second time as raw driver handles, launch shapes,
     device pointers, and per tag (flushes in flight together) a page-locked blob and sums buffer, their
     device twins and an event."""
+
+    # On: a compiled block's two groups queue on two streams of their own, so the device may run one group's
+    # flush beside the other's (the chains' buffers are disjoint). Off (the default): both on the default
+    # stream, one after the other: two streams were not faster on one H200 (2026-11-29, docs/performance.md).
+    # A class setting for benchmarks (mpi_scaling.py --streams two).
+    block_streams = False
 
     def __init__(self, backend, capacity: int, max_roots: int, driver=None):
         """`driver`: the driver's calls (driver_calls.Driver; tests pass one that runs flushes on the host)."""
@@ -50,7 +57,7 @@ class CoreFlushes:
         self.vals = np.zeros(16, dtype=np.int64)                    # one kernel's arguments, 8 bytes each
         self.argp = self.vals.ctypes.data + 8 * np.arange(16, dtype=np.int64)   # cuLaunchKernel's void**
         self.slots: dict[str, tuple] = {}
-        self._block = None
+        self._block, self._state = None, None
         self.refresh()
 
     def refresh(self) -> None:
@@ -76,9 +83,10 @@ class CoreFlushes:
 
     def block_args(self, lnl_p: np.ndarray) -> tuple:
         """What a compiled block of generations (mbgpu.core.device_block) queues and collects with: two
-        groups' page-locked blobs (int64 and float64 views) and sums, their device twins and events, the
-        driver table, kernels, shapes, pointers, argument slots, lnl_p, and each group's (root calls, root
-        blocks) in flight. Made once (inside the context); the per-generation tags keep their own."""
+        groups' page-locked blobs (int64 and float64 views) and sums, their device twins, events and streams,
+        the driver table, kernels, shapes, pointers, argument slots, lnl_p, and per group its (root calls,
+        root blocks) in flight, then the nanoseconds and the times it waited for the device (`waited`).
+        Made once (inside the context); the per-generation tags keep their own."""
         if self._block is None:
             b, n_sums = self.backend, 2 * self.gx_max * self.max_roots
             with b.dev:
@@ -87,9 +95,19 @@ class CoreFlushes:
                 d_blob = np.array([int(b._work("core_block%d" % g, 8 * self.capacity)) for g in (0, 1)], dtype=np.int64)
                 d_sums = np.array([int(b._work("core_block_sums%d" % g, 8 * n_sums)) for g in (0, 1)], dtype=np.int64)
                 events = np.array([self.driver.event(), self.driver.event()], dtype=np.int64)
-            self._block = (blobs, blobs.view(np.float64), sums, d_blob, d_sums, events)
+                streams = np.array([self.driver.stream(), self.driver.stream()] if self.block_streams else [0, 0],
+                                   dtype=np.int64)
+            self._block = (blobs, blobs.view(np.float64), sums, d_blob, d_sums, events, streams)
+            self._state = np.zeros((2, 4), dtype=np.int64)
         return self._block + (self.table, self.kernels, self.geo, self.ptrs, self.vals, self.argp, lnl_p,
-                              np.zeros((2, 2), dtype=np.int64))
+                              self._state)
+
+    def waited(self) -> tuple[float, int]:
+        """Seconds the compiled blocks waited for this backend's flushes, and how many waits (benchmarks
+        read it: a block that waits long is bound by the device, one that does not by its host)."""
+        if self._block is None:
+            return 0.0, 0
+        return float(self._state[:, 2].sum()) * 1e-9, int(self._state[:, 3].sum())
 
     def ready_for_block(self) -> None:
         """Before a compiled block (which cannot call back into Python): the tips uploaded, the invariant-site
@@ -111,7 +129,7 @@ class CoreFlushes:
                 b._sync_tips()
                 self.refresh()
             args = (sizes, total, n_eig, params_at, blob, d_blob, d_sums, sums, event, self.table, self.kernels,
-                    self.geo, self.ptrs, self.vals, self.argp)
+                    self.geo, self.ptrs, self.vals, self.argp, 0)
             status, n_roots, gx = launch_planned(*args)
             if status == NEED_COMPAT:
                 b._invariant_site_table()
@@ -146,16 +164,25 @@ def _raise_for(status: int, what: str) -> None:
 
 
 @numba.njit(**JIT_OPTIONS)
-def _kernel(table, func, grid, block, shared, argp):
-    """Launch func on the default stream with its arguments in the 8-byte slots that argp points to."""
-    return launch_kernel(table[LAUNCH], func, grid, block, shared, argp.ctypes.data)
+def _kernel(table, func, grid, block, shared, argp, stream):
+    """Launch func on `stream` with its arguments in the 8-byte slots that argp points to."""
+    return launch_kernel(table[LAUNCH], func, grid, block, shared, stream, argp.ctypes.data)
+
+
+@numba.njit(**JIT_OPTIONS)
+def clock_ns(table):
+    """CLOCK_MONOTONIC in nanoseconds, through the table's clock_gettime (driver_calls.CLOCK)."""
+    ts = np.empty(2, dtype=np.int64)
+    call2(table[CLOCK], (CLOCK_MONOTONIC, ts.ctypes.data))
+    return ts[0] * 1000000000 + ts[1]
 
 
 @numba.njit(**JIT_OPTIONS)
 def launch_planned(sizes, total, n_eig, params_at, blob, d_blob, d_sums, sums, event, table, kernels, geo, ptrs, vals,
-                   argp):
+                   argp, stream):
     """CudaBackend.launch_packed of the flush planned into `blob` (sizes: its int sections' lengths), from
-    compiled code: the copy up, the matrices, jobs and root launches, the sums' copy back, the event.
+    compiled code, on `stream`: the copy up, the matrices, jobs and root launches, the sums' copy back, the
+    event.
     Returns (status, root calls, root blocks): status 0, NEED_COMPAT (nothing queued), or a CUresult."""
     n_mat, n_int = sizes[0], 0
     at = np.empty(7, dtype=np.int64)
@@ -173,14 +200,14 @@ def launch_planned(sizes, total, n_eig, params_at, blob, d_blob, d_sums, sums, e
         for j in range(n_roots):
             if reals[params_at + j * (s + k + 2) + s + k] > 0.0:
                 return NEED_COMPAT, 0, 0
-    got = call4(table[HTOD], (d_blob, blob.ctypes.data, 8 * total, 0))
+    got = call4(table[HTOD], (d_blob, blob.ctypes.data, 8 * total, stream))
     if got != 0:
         return got, 0, 0
     if n_mat:
         vals[0], vals[1], vals[2], vals[3], vals[4] = n_mat, at[0], real0, at[1], real0 + 8 * n_mat
         vals[5], vals[6] = real0 + 8 * (n_mat + n_eig * (s + 2 * s * s)), ptrs[MATRICES]
         grid = (min(-(-(n_mat * k * s * s) // 256), 8 * geo[N_SM] * 8), 1, 1)
-        got = _kernel(table, kernels[MAT_KERNEL], grid, (256, 1, 1), 0, argp)
+        got = _kernel(table, kernels[MAT_KERNEL], grid, (256, 1, 1), 0, argp, stream)
         if got != 0:
             return got, 0, 0
     if sizes[6]:
@@ -189,7 +216,8 @@ def launch_planned(sizes, total, n_eig, params_at, blob, d_blob, d_sums, sums, e
         vals[5], vals[6], vals[7], vals[8] = ptrs[PARTIALS], ptrs[TIP_PARTIALS], ptrs[TIP_STATES], ptrs[TIP_INDEX]
         vals[9], vals[10] = ptrs[MATRICES], ptrs[SCALE]
         grid = (max(n_jobs, min(geo[WAVES] * geo[RESIDENT] * geo[N_SM], n_jobs * geo[N_TILES])), 1, 1)
-        got = _kernel(table, kernels[JOBS_KERNEL], grid, (geo[JOBS_BX], geo[JOBS_BY], 1), geo[JOBS_SHARED], argp)
+        got = _kernel(table, kernels[JOBS_KERNEL], grid, (geo[JOBS_BX], geo[JOBS_BY], 1), geo[JOBS_SHARED], argp,
+                      stream)
         if got != 0:
             return got, 0, 0
     gx = min(-(-p // geo[ROOT_BLOCK_SIZE]), 1024)
@@ -197,13 +225,14 @@ def launch_planned(sizes, total, n_eig, params_at, blob, d_blob, d_sums, sums, e
     vals[4], vals[5], vals[6], vals[7] = ptrs[PARTIALS], ptrs[TIP_PARTIALS], ptrs[TIP_STATES], ptrs[TIP_INDEX]
     vals[8], vals[9], vals[10], vals[11] = ptrs[MATRICES], ptrs[SCALE], compat, ptrs[WEIGHTS]
     vals[12], vals[13], vals[14], vals[15] = 0, d_sums, at[3], at[4]
-    got = _kernel(table, kernels[ROOT_KERNEL], (gx, n_roots, 1), (geo[ROOT_BLOCK_SIZE], 1, 1), geo[MAT_SHARED], argp)
+    got = _kernel(table, kernels[ROOT_KERNEL], (gx, n_roots, 1), (geo[ROOT_BLOCK_SIZE], 1, 1), geo[MAT_SHARED], argp,
+                  stream)
     if got != 0:
         return got, 0, 0
-    got = call4(table[DTOH], (sums.ctypes.data, d_sums, 16 * gx * n_roots, 0))
+    got = call4(table[DTOH], (sums.ctypes.data, d_sums, 16 * gx * n_roots, stream))
     if got != 0:
         return got, 0, 0
-    return call2(table[RECORD], (event, 0)), n_roots, gx
+    return call2(table[RECORD], (event, stream)), n_roots, gx
 
 
 @numba.njit(**JIT_OPTIONS)

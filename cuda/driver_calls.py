@@ -24,6 +24,8 @@ from mbgpu.native_calls import i64_call
 ENTRY_POINTS = ("cuLaunchKernel", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuEventRecord",
                 "cuEventSynchronize")
 LAUNCH, HTOD, DTOH, RECORD, SYNC = range(len(ENTRY_POINTS))
+CLOCK = len(ENTRY_POINTS)         # the table's last entry: libc's clock_gettime (a block's time waited)
+CLOCK_MONOTONIC = 1
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 CU_EVENT_DISABLE_TIMING = 2
 
@@ -37,11 +39,18 @@ def libcuda():
         raise DeviceError("cannot load the CUDA driver library (%s): %s" % (name, exc)) from None
 
 
+def clock_address() -> int:
+    """The address of libc's clock_gettime (compiled blocks time their waits for the device with it)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    return ctypes.cast(libc.clock_gettime, ctypes.c_void_p).value
+
+
 def driver_table(lib=None) -> np.ndarray:
-    """int64 addresses of ENTRY_POINTS in `lib` (libcuda by default), the array compiled flushes take."""
+    """int64 addresses of ENTRY_POINTS in `lib` (libcuda by default), then CLOCK's: the array compiled
+    flushes take."""
     lib = libcuda() if lib is None else lib
-    return np.array([ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in ENTRY_POINTS],
-                    dtype=np.int64)
+    return np.array([ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in ENTRY_POINTS] +
+                    [clock_address()], dtype=np.int64)
 
 
 def check(result: int, what: str) -> None:
@@ -76,6 +85,12 @@ class Driver:
         check(self.lib.cuEventCreate(ctypes.byref(ev), CU_EVENT_DISABLE_TIMING), "cuEventCreate")
         return int(ev.value)
 
+    def stream(self) -> int:
+        """A new CUstream (blocking: it waits for the legacy default stream's work, and that for its)."""
+        st = ctypes.c_void_p()
+        check(self.lib.cuStreamCreate(ctypes.byref(st), 0), "cuStreamCreate")
+        return int(st.value)
+
     def destroy_event(self, event: int) -> None:
         self.lib.cuEventDestroy_v2(ctypes.c_void_p(event))
 
@@ -86,15 +101,15 @@ call4 = i64_call(4)
 
 
 @intrinsic
-def launch_kernel(typingctx, addr, func, grid, block, shared, params):
-    """cuLaunchKernel(func, grid (x, y, z), block (x, y, z), shared bytes, the default stream, params: the
-    address of an array of pointers to the kernel's arguments, no `extra`) through its address `addr`."""
-    sig = types.int32(addr, func, grid, block, shared, params)
+def launch_kernel(typingctx, addr, func, grid, block, shared, stream, params):
+    """cuLaunchKernel(func, grid (x, y, z), block (x, y, z), shared bytes, stream (0: the default), params:
+    the address of an array of pointers to the kernel's arguments, no `extra`) through its address `addr`."""
+    sig = types.int32(addr, func, grid, block, shared, stream, params)
 
     def codegen(context, builder, signature, llargs):
         i64, i32 = ir.IntType(64), ir.IntType(32)
         fnty = ir.FunctionType(i32, [i64] + [i32] * 7 + [i64, i64, i64])
-        a = [context.cast(builder, llargs[k], signature.args[k], types.int64) for k in (0, 1, 4, 5)]
+        a = [context.cast(builder, llargs[k], signature.args[k], types.int64) for k in (0, 1, 4, 5, 6)]
         fn = builder.inttoptr(a[0], fnty.as_pointer())
         dims = []
         for k, tup in ((2, llargs[2]), (3, llargs[3])):
@@ -102,5 +117,5 @@ def launch_kernel(typingctx, addr, func, grid, block, shared, params):
                 v = context.cast(builder, builder.extract_value(tup, i), signature.args[k][i], types.int64)
                 dims.append(builder.trunc(v, i32))
         zero = ir.Constant(i64, 0)
-        return builder.call(fn, [a[1]] + dims + [builder.trunc(a[2], i32), zero, a[3], zero])
+        return builder.call(fn, [a[1]] + dims + [builder.trunc(a[2], i32), a[3], a[4], zero])
     return sig, codegen

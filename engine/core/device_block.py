@@ -19,7 +19,7 @@ from mbgpu.clock.relaxed_lengths import CPP
 from mbgpu.core.block import BlockRunner, swap_heats, typed_list
 from mbgpu.core.chain_generation import BAD_LNL, DONE, HOST_MODEL, chain_decide, propose_and_plan, swap_one, swap_pair
 from mbgpu.core.device_division import DeviceDivision, plan_flush
-from mbgpu.cuda.core_flush import NEED_COMPAT, collect_sums, launch_planned
+from mbgpu.cuda.core_flush import NEED_COMPAT, clock_ns, collect_sums, launch_planned
 from mbgpu.errors import DeviceError
 from mbgpu.jit import JIT_OPTIONS
 
@@ -40,7 +40,7 @@ def _queue(grp, c0, c1, plan, fl):
     queued (nothing when none of them has work there); 0 or a CUresult."""
     (todo, parent_p, kids_p, brlen_p, parent, brlen, bslot, mslot, bslot_p, mslot_p, n_tips, lanes, geometry, evals,
      evecs, einv, crates, cweights, freqs, pinvar, mult, marks, orders, mats, tally, sizes) = plan
-    blobs, reals, sums, d_blob, d_sums, events, table, kernels, geo, ptrs, vals, argp, lnl_p, state = fl
+    blobs, reals, sums, d_blob, d_sums, events, streams, table, kernels, geo, ptrs, vals, argp, lnl_p, state = fl
     state[grp, 0] = 0
     live = False
     for c in range(c0, c1):
@@ -52,7 +52,7 @@ def _queue(grp, c0, c1, plan, fl):
                                          mslot_p, n_tips, lanes, geometry, evals, evecs, einv, crates, cweights, freqs,
                                          pinvar, mult, marks, orders, mats, tally, sizes, blobs[grp], reals[grp])
     status, n_roots, gx = launch_planned(sizes, total, n_eig, params_at, blobs[grp], d_blob[grp], d_sums[grp],
-                                         sums[grp], events[grp], table, kernels, geo, ptrs, vals, argp)
+                                         sums[grp], events[grp], table, kernels, geo, ptrs, vals, argp, streams[grp])
     if status != 0:
         return NO_TABLE if status == NEED_COMPAT else status
     state[grp, 0], state[grp, 1] = n_roots, gx
@@ -61,13 +61,18 @@ def _queue(grp, c0, c1, plan, fl):
 
 @numba.njit(**JIT_OPTIONS)
 def _collect(grp, c0, c1, plans, flushes):
-    """Every pattern set's flush of group grp waited for; the chains' lnLs into lnl_p. 0 or a CUresult."""
+    """Every pattern set's flush of group grp waited for (the wait timed into state[grp, 2:4]); the chains'
+    lnLs into lnl_p. 0 or a CUresult."""
     for j in range(len(flushes)):
-        blobs, reals, sums, d_blob, d_sums, events, table, kernels, geo, ptrs, vals, argp, lnl_p, state = flushes[j]
+        blobs, reals, sums, d_blob, d_sums, events, streams, table, kernels, geo, ptrs, vals, argp, lnl_p, state = \
+            flushes[j]
         if state[grp, 0] > 0:
+            t0 = clock_ns(table)
             got = collect_sums(table, events[grp], sums[grp], state[grp, 0], state[grp, 1], plans[j][0], c0, c1,
                                lnl_p)
             state[grp, 0] = 0
+            state[grp, 2] += clock_ns(table) - t0
+            state[grp, 3] += 1
             if got != 0:
                 return got
     return 0

@@ -13,7 +13,7 @@ import numpy as np
 
 from mbgpu.cuda.batch import SPAN_WIDTH, PackedFlush
 from mbgpu.cuda.core_flush import CoreFlushes
-from mbgpu.cuda.driver_calls import DTOH, ENTRY_POINTS, HTOD, LAUNCH, RECORD, SYNC
+from mbgpu.cuda.driver_calls import DTOH, ENTRY_POINTS, HTOD, LAUNCH, RECORD, SYNC, clock_address
 from tests.test_core.packed_host import PackedHost
 
 MATRICES, JOBS, ROOT = 1, 2, 3          # the kernels' handles here
@@ -33,14 +33,18 @@ class HostDriver:
                      DTOH: ctypes.CFUNCTYPE(ctypes.c_int, *i64)(self._dtoh),
                      RECORD: ctypes.CFUNCTYPE(ctypes.c_int, *i64[:2])(lambda ev, stream: 0),
                      SYNC: ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64)(lambda ev: 0)}
-        self.table = np.array([ctypes.cast(self.keep[i], ctypes.c_void_p).value for i in range(len(ENTRY_POINTS))],
-                              dtype=np.int64)
+        self.table = np.array([ctypes.cast(self.keep[i], ctypes.c_void_p).value for i in range(len(ENTRY_POINTS))] +
+                              [clock_address()], dtype=np.int64)
+        self.streams = itertools.count(101)
 
     def function(self, path: str, name: str, dynamic_shared: int = 0) -> int:
         return {"transition_matrices": MATRICES, "update_partials_jobs": JOBS, "root_lnl": ROOT}[name]
 
     def event(self) -> int:
         return next(self.events)
+
+    def stream(self) -> int:
+        return next(self.streams)
 
     def _htod(self, dst, src, nbytes, stream):
         ctypes.memmove(dst, src, nbytes)

@@ -90,3 +90,20 @@ def test_models_left_to_the_host_end_device_blocks_with_the_files_of_single_gene
     for name in FILES:
         assert (tmp_path / "blocks" / name).read_bytes() == (tmp_path / "single" / name).read_bytes(), name
     assert screen == single
+
+
+def test_device_blocks_time_their_waits_for_the_flushes(tmp_path, monkeypatch):
+    """CoreFlushes.waited counts every collect of a block (benchmarks/block_timing.py reports it per rank)."""
+    runners = []
+    inner = device_block.DeviceBlockRunner.generations
+
+    def generations(self, job):
+        inner(self, job)
+        runners.append(self)
+
+    monkeypatch.setattr(device_block.DeviceBlockRunner, "generations", generations)
+    screen, n = _run(tmp_path, monkeypatch, True, _text("primates-3-chains"))
+    assert n > 200 and len({id(r) for r in runners}) == 1
+    (flushes,) = {id(d.flushes): d.flushes for d in runners[0].core.divisions}.values()
+    seconds, waits = flushes.waited()
+    assert waits >= n and 0.0 < seconds < 60.0       # two groups: a collect each per generation in blocks

@@ -1,5 +1,8 @@
 """The cubin cache's place: mbgpu's one user cache folder, beside numba's cache (no variable of its own); the
 kernels' -D flags (which partials path, where the MMA matrices live)."""
+import importlib.util
+import os
+
 import numba
 
 import mbgpu.jit
@@ -35,6 +38,15 @@ def test_numba_cache_folder_changes_with_any_source_file(tmp_path):
     assert mbgpu.jit.source_key(str(tmp_path)) == first
     mod.write_text("X = 22\n")
     assert mbgpu.jit.source_key(str(tmp_path)) != first
+
+
+def test_numba_cache_key_covers_the_cuda_and_mpi_sources():
+    """An editable install maps mbgpu.cuda and mbgpu.mpi to the repository's cuda/ and mpi/, outside the
+    package folder: their files must still change the cache folder (device_block links core_flush's code)."""
+    roots = mbgpu.jit.package_roots()
+    for name in ("mbgpu.cuda.core_flush", "mbgpu.mpi.stop_check"):
+        origin = os.path.abspath(importlib.util.find_spec(name).origin)
+        assert any(origin.startswith(root + os.sep) for root in roots), (name, roots)
 
 
 def test_kernel_flags_choose_the_path_and_where_the_mma_matrices_live():

@@ -22,8 +22,8 @@ def _calls(table, a, b, c, d):
 
 
 @numba.njit
-def _launch(addr, func, gx, gy, shared, params):
-    return launch_kernel(addr, func, (gx, gy, 1), (128, 4, 1), shared, params)
+def _launch(addr, func, gx, gy, shared, stream, params):
+    return launch_kernel(addr, func, (gx, gy, 1), (128, 4, 1), shared, stream, params)
 
 
 def test_calls_by_address_pass_int64_arguments_and_return_the_int_result():
@@ -50,8 +50,10 @@ def test_launch_kernel_puts_dims_shared_bytes_and_params_where_cuLaunchKernel_re
     cb = proto(fake)
     vals = np.array([123456789012], dtype=np.int64)
     argp = np.array([vals.ctypes.data], dtype=np.int64)
-    assert _launch(ctypes.cast(cb, ctypes.c_void_p).value, 0xABC, 70000, 9, 49152 + 8, argp.ctypes.data) == 0
-    assert seen == [(0xABC, 70000, 9, 1, 128, 4, 1, 49160, None, 123456789012, None)]
+    assert _launch(ctypes.cast(cb, ctypes.c_void_p).value, 0xABC, 70000, 9, 49152 + 8, 0, argp.ctypes.data) == 0
+    assert _launch(ctypes.cast(cb, ctypes.c_void_p).value, 0xABC, 1, 2, 0, 0x5EED, argp.ctypes.data) == 0
+    assert seen == [(0xABC, 70000, 9, 1, 128, 4, 1, 49160, None, 123456789012, None),
+                    (0xABC, 1, 2, 1, 128, 4, 1, 0, 0x5EED, 123456789012, None)]
 
 
 def _sync_table():
@@ -207,11 +209,11 @@ def test_launch_planned_makes_launch_packeds_launches(pinvar, monkeypatch):
     argp = vals.ctypes.data + 8 * np.arange(16, dtype=np.int64)
     sums = np.zeros(2 * 1024 * 3)
     got = launch_planned(sizes, total, n_eig, params_at, blob, d_blob, d_sums, sums, event, fake.table,
-                         np.array([1, 2, 3], dtype=np.int64), geo, flushes.ptrs, vals, argp)
-    if pinvar > 0:
-        assert got[0] == 0 and fake.log[0] == ("htod", d_blob, blob.ctypes.data, 8 * total, 0)
+                         np.array([1, 2, 3], dtype=np.int64), geo, flushes.ptrs, vals, argp, 0x77)
+    if pinvar > 0:                               # copies and event on the stream passed (launches: their log)
+        assert got[0] == 0 and fake.log[0] == ("htod", d_blob, blob.ctypes.data, 8 * total, 0x77)
         assert fake.log[1:-2] == want
         gx = -(-50001 // 256)
-        assert fake.log[-2:] == [("dtoh", sums.ctypes.data, d_sums, 16 * gx * 3, 0), ("record", event, 0)]
+        assert fake.log[-2:] == [("dtoh", sums.ctypes.data, d_sums, 16 * gx * 3, 0x77), ("record", event, 0x77)]
     else:                    # no +I in these calls: no table (launch_packed passes 0 as well)
         assert got[0] == 0 and fake.log[1:-2] == want

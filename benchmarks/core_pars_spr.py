@@ -5,13 +5,15 @@ several thread counts (its Fitch pass runs in spans of words on numba's threads)
 
 Builds one chain's start state in this process (mbgpu on the CPU backend, ngen=1) and proposes
 --calls times from copies of that state; prints the median and best microseconds a proposal and a
-checksum of the candidate costs (the same for every thread count).
+checksum of the candidate costs (the same for every thread count) and the minor page faults a
+proposal (the copies of the tree's three arrays included: a few).
 """
 from __future__ import annotations
 
 import argparse
 import io
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -53,9 +55,10 @@ def stepper_for(data: dict, folder: str):
     return got[0]
 
 
-def time_proposals(st, threads: int, calls: int) -> tuple[float, float, float]:
-    """(median us, best us, cost checksum) of `calls` ParsSPR proposals with numba's thread count at
-    `threads` (the pass takes pars_threads of them)."""
+def time_proposals(st, threads: int, calls: int) -> tuple[float, float, float, float]:
+    """(median us, best us, cost checksum, minor page faults a proposal after the first quarter) of
+    `calls` ParsSPR proposals with numba's thread count at `threads` (the pass takes pars_threads of them):
+    faults count fresh memory touched, e.g. scratch that malloc handed back to the system and maps again."""
     from mbgpu.core.pars_spr import PARS_SPR_TUNING, candidate_costs, pars_spr, pars_threads
 
     n = pars_threads(threads)              # as CoreStepper._propose holds numba's count
@@ -65,16 +68,19 @@ def time_proposals(st, threads: int, calls: int) -> tuple[float, float, float]:
     t, n_tips = st.trees, st.n_tips
     s = st.rng[0].copy()
     times = []
-    for _ in range(calls):
+    for i in range(calls):
+        if i == calls // 4:
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         p, k, b = t.parent[0].copy(), t.kids[0].copy(), t.brlen[0].copy()
         t0 = time.perf_counter()
         pars_spr(p, k, b, n_tips, s, PARS_SPR_TUNING, st.lo[0], st.hi[0], st.anchor, *pars)
         times.append(time.perf_counter() - t0)
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / (calls - calls // 4)
     u = n_tips + 3
     sub = int(np.flatnonzero(t.parent[0] == u)[0])
     cost = candidate_costs(t.parent[0], t.kids[0], t.brlen[0], n_tips, u, sub, st.anchor, PARS_SPR_TUNING,
                            pars[3], *pars)[2]
-    return 1e6 * float(np.median(times[calls // 4:])), 1e6 * min(times), float(cost.sum())
+    return 1e6 * float(np.median(times[calls // 4:])), 1e6 * min(times), float(cost.sum()), faults
 
 
 def main() -> None:
@@ -87,9 +93,9 @@ def main() -> None:
         for name in args.data:
             st = stepper_for(peers.prepare_data(name, os.path.join(folder, "data")), folder)
             for n in args.threads:
-                med, best, check = time_proposals(st, n, args.calls)
-                print("data=%s threads=%d median_us=%.1f best_us=%.1f cost_checksum=%r"
-                      % (name, n, med, best, check), flush=True)
+                med, best, check, faults = time_proposals(st, n, args.calls)
+                print("data=%s threads=%d median_us=%.1f best_us=%.1f cost_checksum=%r faults=%.1f"
+                      % (name, n, med, best, check, faults), flush=True)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ window began at the layout table, before the ranks built their chains: multi-ran
                                       [--case dna|protein] [--nruns 2] [--nchains 4] [--split]
                                       [--profile DIR] [--flushes blocks|compiled|pycuda] [--whole-pars]
                                       [--checks paced|fixed] [--streams one|two]
+                                      [--groups 2]
 
 --split runs every rank count N with `set sitesplit=N` (one group: each rank holds 1/N of the patterns of
 every chain), the issue's case (b); without it the chains are spread over the ranks.
@@ -69,10 +70,12 @@ FIXED_CHECKS = "from mbgpu.mpi.stop_check import StopCheck; StopCheck.paced = Fa
 TWO_STREAMS = "from mbgpu.cuda.core_flush import CoreFlushes; CoreFlushes.block_streams = True"
 TIMING = "import sys; sys.path.insert(0, %r); import block_timing; block_timing.install()" % \
     os.path.dirname(os.path.abspath(__file__))
+GROUPS = "import sys; sys.path.insert(0, %r); import device_groups; device_groups.install(%%d)" % \
+    os.path.dirname(os.path.abspath(__file__))
 
 
 def rank_settings(flushes: str = "blocks", whole_pars: bool = False, checks: str = "paced",
-                  streams: str = "one") -> list[str]:
+                  streams: str = "one", groups: int = 2) -> list[str]:
     """The class settings each rank sets before it runs: flushes 'blocks' (the product's): compiled blocks
     of generations, 'compiled': generation by generation with compiled flushes (DeviceBlockRunner.enabled
     off), 'pycuda': generation by generation, the flushes through pycuda's calls
@@ -80,10 +83,11 @@ def rank_settings(flushes: str = "blocks", whole_pars: bool = False, checks: str
     whole Fitch pass (CoreStepper.split_pars off); checks 'fixed': a stop-signal check (and so a block end)
     every STOP_EVERY generations, as before 2026-11-29, instead of paced by the blocks (StopCheck.paced);
     streams 'two': a block's two groups on two streams (CoreFlushes.block_streams; default: both on the
-    default stream).
+    default stream); `groups`: a GPU rank's chains in that many groups (device_groups; the core's: 2).
     Every rank also reports its time in blocks and waiting for the GPU (block_timing)."""
     return ([SETTINGS[flushes]] if flushes in SETTINGS else []) + ([WHOLE_PARS] if whole_pars else []) + \
-        ([FIXED_CHECKS] if checks == "fixed" else []) + ([TWO_STREAMS] if streams == "two" else []) + [TIMING]
+        ([FIXED_CHECKS] if checks == "fixed" else []) + ([TWO_STREAMS] if streams == "two" else []) + \
+        ([GROUPS % groups] if groups != 2 else []) + [TIMING]
 
 
 def rank_command(backend: str, profile: str | None, settings: list[str]) -> list[str]:
@@ -154,6 +158,8 @@ def main(argv=None) -> int:
                          "with compiled flushes, or with pycuda's calls")
     ap.add_argument("--checks", default="paced", choices=("paced", "fixed"),
                     help="stop-signal checks (block ends) paced by the blocks (default) or every 10 generations")
+    ap.add_argument("--groups", type=int, default=2, choices=(1, 2),
+                    help="a GPU rank's chains in one group or two (the core's: 2; the blocks hold two)")
     ap.add_argument("--streams", default="one", choices=("one", "two"),
                     help="a device block's two groups both on the default stream (default) or on two streams")
     args = ap.parse_args(argv)
@@ -172,7 +178,8 @@ def main(argv=None) -> int:
         extra = args.extra + (" set sitesplit=%d;" % n if args.split else "")
         r = run_ranks(folder, data, case, n, args.ngen, args.backend, (args.nruns, args.nchains, extra),
                       os.path.abspath(args.profile) if args.profile else None,
-                      rank_settings(args.flushes, args.whole_pars, args.checks, args.streams))
+                      rank_settings(args.flushes, args.whole_pars, args.checks, args.streams,
+                                    args.groups))
         if "error" in r:
             print("%5d failed:\n%s" % (n, r["error"]), flush=True)
             continue
